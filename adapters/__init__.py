@@ -1,0 +1,1 @@
+"""Benchmark adapters, one package per benchmark (importable as ``rubricgym.adapters.*``)."""

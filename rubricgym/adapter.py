@@ -1,0 +1,104 @@
+"""The adapter contract: what a benchmark driver provides to ``RubricEnv``.
+
+An adapter drives one engine and reports raw observable state (signature, entities,
+admissible set, benchmark facts). The shared facts (admissible, repeated, state_changed,
+new_entities, parse failures) are derived once, in ``RubricEnv``, never per adapter.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rubricgym.contract import Facts, Outcome, ParsedAction
+from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
+
+
+class EngineFailure(RuntimeError):
+    """The engine (not the policy) broke: the episode ends as truncated, labelled as such."""
+
+
+class TaskBinding(BaseModel):
+    """Task-specific fields that operators read (targets, constraints). Never gold answers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        return cls.model_json_schema()
+
+
+class EngineState(BaseModel):
+    """The observable state after a reset or a step, as the adapter reports it."""
+
+    observation: str
+    state_signature: str = Field(description="hash-like summary of the observable state")
+    admissible_actions: list[str] | None = None
+    entities: list[str] = Field(default_factory=list, description="entity ids visible now")
+    context_key: str = Field("", description="structural decision context of this state")
+    benchmark_facts: dict[str, Any] = Field(default_factory=dict)
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class EngineReset(EngineState):
+    instruction: str
+
+
+class EngineStep(EngineState):
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    accepted: bool = True
+    error_text: str = ""
+
+
+class Adapter(ABC):
+    """One benchmark engine behind a uniform, text-in/text-out interface."""
+
+    benchmark: ClassVar[str]
+    facts_model: ClassVar[type[Facts]] = Facts
+    binding_model: ClassVar[type[TaskBinding]] = TaskBinding
+    grammar: TagGrammar = ACTION_GRAMMAR
+
+    @abstractmethod
+    def task_ids(self) -> Sequence[str]:
+        """Task ids this adapter can reset to, in a stable order."""
+
+    @abstractmethod
+    def reset(self, task_id: str, seed: int | None) -> EngineReset:
+        """Start ``task_id``; the same task and seed must give the same observation."""
+
+    @abstractmethod
+    def step(self, action: ParsedAction) -> EngineStep:
+        """Execute one parsed action. Raise ``EngineFailure`` when the engine breaks."""
+
+    @abstractmethod
+    def binding(self) -> TaskBinding:
+        """The current task's binding, extracted deterministically from its instruction."""
+
+    def outcome(self) -> Outcome:
+        """The benchmark's own verdict on the current episode (for evaluation only)."""
+        return Outcome()
+
+    def invalid_step(self, action: ParsedAction, state: EngineState) -> EngineStep:
+        """The engine's answer to an unparseable response: nothing happens, state unchanged."""
+        feedback = f"Invalid response ({action.error.value if action.error else 'unparsed'}): {action.detail}"
+        return EngineStep(
+            observation=feedback,
+            state_signature=state.state_signature,
+            admissible_actions=state.admissible_actions,
+            entities=state.entities,
+            context_key=state.context_key,
+            benchmark_facts=state.benchmark_facts,
+            accepted=False,
+            error_text=feedback,
+        )
+
+    def render_state(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        """Free engine resources; safe to call twice."""

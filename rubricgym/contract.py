@@ -1,0 +1,182 @@
+"""The transition contract: what every adapter emits for every step (DESIGN.md §3).
+
+Facts are computed only from what the agent could observe plus the engine's feedback:
+never gold answers, hidden state, future steps or success labels. Every field has a
+default so that operator conditions never meet a missing key (CEL raises on those).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+
+
+class ParseError(str, Enum):
+    """Why an agent response did not yield an executable action (an Invalidity event)."""
+
+    MISSING_TAG = "missing_tag"
+    UNCLOSED_TAG = "unclosed_tag"
+    MULTIPLE_ACTIONS = "multiple_actions"
+    EMPTY_ACTION = "empty_action"
+    TOO_LONG = "too_long"
+    INVALID_TEXT = "invalid_text"
+
+
+Span = tuple[int, int]
+
+
+class ParsedAction(BaseModel):
+    """An agent response split into reasoning and action, with character spans.
+
+    Spans are ``[start, end)`` offsets into the raw response and cover the *content*
+    between the tags; the trainer maps them to token spans to build loss masks.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    kind: str | None = None  # which action tag matched ("action", "search", "answer", ...)
+    action: str | None = None  # the executable command, stripped
+    error: ParseError | None = None
+    detail: str = ""
+    reasoning: str | None = None
+    reasoning_span: Span | None = None
+    action_span: Span | None = None
+
+
+_FACTS_REGISTRY: dict[str, type[Facts]] = {}
+
+
+class Facts(BaseModel):
+    """Facts every benchmark can observe. Adapters subclass this with their own fields.
+
+    A subclass sets ``benchmark`` so that stored transitions load back into the right type.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    benchmark: ClassVar[str] = "base"
+
+    parsed: bool = Field(True, description="the response yielded an executable action")
+    parse_error: str | None = Field(None, description="ParseError value when parsed is false")
+    admissible: bool | None = Field(
+        None, description="the action was in the engine's admissible set (null: engine lists none)"
+    )
+    accepted: bool = Field(False, description="the engine executed the action without rejecting it")
+    rejected: bool = Field(False, description="the engine answered with an error or 'nothing happens'")
+    error_text: str = Field("", description="the engine's error text when rejected")
+    repeated: bool = Field(
+        False, description="same action as the previous step under the same state signature"
+    )
+    state_changed: bool = Field(False, description="the observable state signature changed")
+    new_entities: list[str] = Field(
+        default_factory=list, description="entity identifiers observed for the first time"
+    )
+    episode_done: bool = Field(False, description="the episode ended at this step")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # pydantic calls this for generic parametrisations too; keep the first (user) class
+        _FACTS_REGISTRY.setdefault(cls.benchmark, cls)
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The fact schema that operator-library validation checks conditions against."""
+        return cls.model_json_schema()
+
+
+_FACTS_REGISTRY["base"] = Facts
+
+
+def facts_model_for(benchmark: str) -> type[Facts]:
+    """The Facts subclass registered for a benchmark (base Facts when unknown)."""
+    return _FACTS_REGISTRY.get(benchmark, Facts)
+
+
+class Transition(BaseModel):
+    """One action-induced transition (s_t, a_t, s_t+1) with its observable facts."""
+
+    benchmark: str = "base"
+    step: int = Field(ge=0)
+    response: str = Field(description="the agent's raw response text")
+    action: ParsedAction
+    observation: str = Field(description="observation after the action (s_t+1)")
+    facts: SerializeAsAny[Facts]
+    context_key: str = Field(
+        "", description="structural decision context of s_t, for TRCA step-advantage groups"
+    )
+    env_reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    error: str | None = Field(None, description="engine or environment failure text, if any")
+    info: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_facts(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("facts"), dict):
+            model = facts_model_for(data.get("benchmark", "base"))
+            data = {**data, "facts": model.model_validate(data["facts"])}
+        return data
+
+
+class Outcome(BaseModel):
+    """The benchmark's own verdict on an episode; rubric rewards never read it."""
+
+    success: bool | None = None
+    score: float | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trajectory(BaseModel):
+    """A whole episode: the task, its binding, and every transition."""
+
+    benchmark: str
+    task_id: str
+    seed: int | None = None
+    instruction: str = ""
+    binding: dict[str, Any] = Field(default_factory=dict)
+    initial_observation: str = ""
+    transitions: list[Transition] = Field(default_factory=list)
+    outcome: Outcome = Field(default_factory=Outcome)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.transitions)
+
+    def to_json_line(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json_line(cls, line: str) -> Trajectory:
+        return cls.model_validate_json(line)
+
+
+def save_jsonl(path: str | Path, trajectories: Iterable[Trajectory], append: bool = False) -> None:
+    """Write one trajectory per line."""
+    with open(path, "a" if append else "w", encoding="utf-8") as fh:
+        for traj in trajectories:
+            fh.write(traj.to_json_line() + "\n")
+
+
+def iter_jsonl(path: str | Path) -> Iterator[Trajectory]:
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    yield Trajectory.from_json_line(line)
+                except ValueError as exc:
+                    raise ValueError(f"{path}:{lineno}: not a trajectory: {exc}") from exc
+
+
+def load_jsonl(path: str | Path) -> list[Trajectory]:
+    return list(iter_jsonl(path))
+
+
+def dumps_facts(facts: Facts) -> str:
+    return json.dumps(facts.model_dump(mode="json"), sort_keys=True)
