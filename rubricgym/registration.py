@@ -93,3 +93,20 @@ register_benchmark(
         max_steps=25,
     )
 )
+
+register_benchmark(
+    BenchmarkSpec(
+        name="AppWorld",
+        adapter="rubricgym.adapters.appworld:AppWorldAdapter",
+        extra="appworld",
+        requires=("httpx",),
+        env_ids={
+            "AppWorld-Rubric-v0": {"split": "default"},
+            "AppWorld-Rubric-Train-v0": {"split": "train"},
+            "AppWorld-Rubric-Dev-v0": {"split": "dev"},
+            "AppWorld-Rubric-TestNormal-v0": {"split": "test_normal"},
+            "AppWorld-Rubric-TestChallenge-v0": {"split": "test_challenge"},
+        },
+        max_steps=30,
+    )
+)
