@@ -24,7 +24,7 @@ class RubricEnv(gym.Env[str, str]):
     ``self.trajectory`` accumulates the episode for group credit and re-scoring.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(self, adapter: Adapter, max_steps: int = 50, render_mode: str | None = None):
         if render_mode not in (None, "ansi"):
