@@ -43,6 +43,14 @@ class ALFWorldFacts(Facts):
     examined_type: str = Field("", description="class of object examined this step")
     nothing_happens: bool = Field(False, description="the engine answered 'Nothing happens.'")
     num_admissible: int = Field(0, description="admissible commands after the step")
+    # added with the engine adapter (same sources: command, feedback, admissible commands)
+    first_visit: bool = Field(False, description="the agent arrived at a receptacle it had not visited this episode")
+    held_states: list[str] = Field(default_factory=list, description="observed states (clean, hot, cool) of held objects")
+    picked_from_type: str = Field("", description="receptacle class the object was taken from")
+    placed_states: list[str] = Field(default_factory=list, description="observed states of the object put down")
+    placed_type_count: int = Field(0, description="objects of placed_type seen in that receptacle after the put")
+    lamp_on_here: bool = Field(False, description="a lamp seen turned on stands at the agent's location")
+    stage: str = Field("", description="searching | found | holding | transformed | placed[N] | lit, relative to the binding")
 
 
 class ALFWorldBinding(TaskBinding):

@@ -1,0 +1,203 @@
+"""``ALFWorldAdapter``: alfworld's real TextWorld engine behind rubricgym's adapter contract.
+
+Games load with ``textworld.start`` and alfworld's own wrappers (``AlfredDemangler``,
+``AlfredInfos``), exactly as ``AlfredTWEnv`` builds them. Facts come from ``ObservedWorld``
+(command + feedback text); the engine's win flag only sets the reward and termination.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineStep
+from rubricgym.adapters.alfworld.binder import bind_task
+from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
+from rubricgym.adapters.alfworld.games import collect_games, resolve_split_dir
+from rubricgym.adapters.alfworld.observe import ObservedWorld, StepEvents, parse_command
+from rubricgym.contract import Outcome, ParsedAction
+
+
+@contextmanager
+def _seeded_random(seed: int) -> Iterator[None]:
+    """alfworld/TextWorld draw from the global ``random``; seed it for one call, then restore."""
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+def _start(game_file: Path, shuffle: bool, policy: bool = False) -> Any:
+    import textworld
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+
+    infos = textworld.EnvInfos(won=True, admissible_commands=True, policy_commands=policy, extras=["gamefile"])
+    return textworld.start(str(game_file), request_infos=infos,
+                           wrappers=[AlfredDemangler(shuffle=shuffle), AlfredInfos])
+
+
+class ALFWorldAdapter(Adapter):
+    """One ALFWorld game at a time; ``split`` "train" or "eval" (official: valid_seen).
+
+    ``data_path`` (or ``$ALFWORLD_DATA`` holding ``json_2.1.1/``) selects official-format
+    data; otherwise the bundled generated games are used. ``domain_randomization`` shuffles
+    entity numbering per reset (alfworld's training option), seeded by the reset seed.
+    """
+
+    benchmark: ClassVar[str] = "ALFWorld"
+    facts_model: ClassVar[type[ALFWorldFacts]] = ALFWorldFacts
+    binding_model: ClassVar[type[ALFWorldBinding]] = ALFWorldBinding
+
+    def __init__(self, split: str = "train", data_path: str | os.PathLike[str] | None = None,
+                 domain_randomization: bool = False):
+        self.split = split
+        self.split_dir, self.source = resolve_split_dir(split, data_path)
+        self._games = collect_games(self.split_dir)
+        if not self._games:
+            raise FileNotFoundError(f"no solvable ALFWorld games in {self.split_dir}")
+        self.domain_randomization = domain_randomization
+        self._env: Any = None
+        self._loaded: Path | None = None
+        self._task_id: str | None = None
+        self._seed: int | None = None
+        self._binding = ALFWorldBinding()
+        self._world = ObservedWorld()
+        self._commands: list[str] = []  # accepted commands this episode, for expert_plan replay
+        self._admissible: list[str] = []
+        self._won = False
+        self._plans: dict[str, list[str]] = {}
+
+    # -- contract -----------------------------------------------------------------------
+    def task_ids(self) -> Sequence[str]:
+        return list(self._games)
+
+    def game_file(self, task_id: str | None = None) -> Path:
+        return self._games[task_id or self._require_task()]
+
+    def reset(self, task_id: str, seed: int | None) -> EngineReset:
+        if task_id not in self._games:
+            raise KeyError(f"unknown ALFWorld task {task_id!r}")
+        game_file = self._games[task_id]
+        # one integer per (task, seed): drives every draw alfworld/TextWorld make from `random`
+        derived = zlib.crc32(f"{task_id}:{seed}".encode())
+        try:
+            with _seeded_random(derived):
+                if self._env is None or self._loaded != game_file or self.domain_randomization:
+                    self.close()
+                    self._env = _start(game_file, shuffle=self.domain_randomization)
+                    self._loaded = game_file
+                state = self._env.reset()
+        except Exception as exc:
+            self.close()
+            raise EngineFailure(f"could not load {task_id}: {type(exc).__name__}: {exc}") from exc
+        self._task_id, self._seed = task_id, seed
+        intro = state.feedback
+        self._binding = bind_task(intro)
+        self._world = ObservedWorld(binding=self._binding)
+        self._world.start(intro)
+        self._commands = []
+        self._admissible = list(state.admissible_commands or [])
+        self._won = bool(state.won)
+        instruction = intro.rsplit("Your task is to:", 1)[-1].strip() if "Your task is to:" in intro else intro
+        return EngineReset(
+            observation=intro,
+            instruction=instruction,
+            state_signature=self._world.signature(),
+            admissible_actions=list(self._admissible),
+            entities=self._world.entities(),
+            context_key=self._world.context_key(),
+            benchmark_facts={"location": "", "num_admissible": len(self._admissible), "stage": self._world.stage()},
+            info={"game_file": str(game_file), "source": self.source},
+        )
+
+    def step(self, action: ParsedAction) -> EngineStep:
+        if self._env is None:
+            raise EngineFailure("ALFWorld engine is not running; reset first")
+        command_text = action.action or ""
+        world = self._world
+        command = parse_command(command_text, world.receptacles)
+        prev_location = world.location
+        prev_types = set(world.seen_types)
+        visited_before = set(world.visited)
+        try:
+            state, _, _ = self._env.step(command_text)
+        except Exception as exc:  # the engine itself broke
+            raise EngineFailure(f"{type(exc).__name__}: {exc}") from exc
+        feedback = state.feedback or ""
+        ev: StepEvents = world.observe(command, feedback)
+        first_visit = bool(ev.arrived) and ev.arrived not in visited_before
+        if ev.arrived:
+            world.visited.add(ev.arrived)
+        if not ev.nothing_happens:
+            self._commands.append(command_text.strip())
+        self._admissible = list(state.admissible_commands or [])
+        self._won = bool(state.won)
+        new_types = sorted(world.seen_types - prev_types)
+        facts = world.facts(command, ev, prev_location, first_visit, len(self._admissible), new_types)
+        return EngineStep(
+            observation=feedback,
+            state_signature=world.signature(),
+            admissible_actions=list(self._admissible),
+            entities=world.entities(),
+            context_key=world.context_key(),
+            benchmark_facts=facts,
+            reward=1.0 if self._won else 0.0,
+            terminated=self._won,
+            accepted=not ev.nothing_happens,
+            error_text=feedback.strip() if ev.nothing_happens else "",
+        )
+
+    def binding(self) -> ALFWorldBinding:
+        return self._binding
+
+    def outcome(self) -> Outcome:
+        return Outcome(success=self._won, score=1.0 if self._won else 0.0,
+                       detail={"task_id": self._task_id, "source": self.source})
+
+    def render_state(self) -> str:
+        return self._world.signature()
+
+    def close(self) -> None:
+        if self._env is not None:
+            try:
+                self._env.close()
+            finally:
+                self._env = None
+                self._loaded = None
+
+    # -- extras -------------------------------------------------------------------------
+    def expert_plan(self, from_current_state: bool = False) -> list[str]:
+        """The fast-downward planner's ``policy_commands`` for the current game.
+
+        Planning runs in a separate engine instance (it re-plans on every step, which is
+        slow on big scenes), so the playing engine never pays for it. With
+        ``from_current_state`` the episode's accepted commands are replayed first.
+        """
+        task_id = self._require_task()
+        if not from_current_state and task_id in self._plans:
+            return list(self._plans[task_id])
+        game_file = self._games[task_id]
+        with _seeded_random(zlib.crc32(f"{task_id}:{self._seed}".encode())):
+            env = _start(game_file, shuffle=self.domain_randomization, policy=True)
+        try:
+            state = env.reset()
+            for command in self._commands if from_current_state else []:
+                state, _, _ = env.step(command)
+            plan = list(state.policy_commands or [])
+        finally:
+            env.close()
+        if not from_current_state and not self.domain_randomization:
+            self._plans[task_id] = plan
+        return list(plan)
+
+    def _require_task(self) -> str:
+        if self._task_id is None:
+            raise RuntimeError("reset() the ALFWorld adapter first")
+        return self._task_id
