@@ -81,7 +81,8 @@ def _fallback(text: str) -> ALFWorldBinding:
         transform = "cool"
     is_look = bool(light) or bool(re.search(r"\b(lamp|light)\b", text))
     quantity = 2 if re.search(r"\b(two|both|pair)\b", text) else 1
-    mentioned = [w for w in words if w in objects] + [w.rstrip("s") for w in words if w.rstrip("s") in objects]
+    movable = objects - receptacles
+    mentioned = [c for w in words for c in (w, w[:-1] if w.endswith("s") else "") if c and c in movable]
     target = mentioned[0] if mentioned else ""
     dest = ""
     if not is_look:

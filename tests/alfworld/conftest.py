@@ -1,0 +1,38 @@
+"""Shared helpers for the ALFWorld tests (bundled games only, whatever $ALFWORLD_DATA says)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import rubricgym  # noqa: F401  (registers the env ids)
+from rubricgym.adapters.alfworld.games import BUNDLED_ROOT
+
+pytest.importorskip("textworld")
+pytest.importorskip("alfworld")
+
+
+@pytest.fixture
+def make_env():
+    made = []
+
+    def _make(env_id: str = "ALFWorld-Rubric-v0", **kwargs):
+        kwargs.setdefault("reward", "none")
+        kwargs.setdefault("data_path", BUNDLED_ROOT)
+        env = gym.make(env_id, **kwargs)
+        made.append(env)
+        return env
+
+    yield _make
+    for env in made:
+        env.close()
+
+
+def wrap_action(command: str) -> str:
+    """An agent response in the default protocol."""
+    return f"<think>next step</think><action>{command}</action>"
+
+
+@pytest.fixture
+def wrap():
+    return wrap_action
