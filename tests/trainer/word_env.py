@@ -1,0 +1,95 @@
+"""A small deterministic text task for trainer tests: pick the right word.
+
+Every task asks the agent to choose among a few words; the correct action is always
+``apple``. A wrong word answers "Wrong." and the episode continues until the budget ends.
+The adapter is a real ``rubricgym.adapter.Adapter`` played through ``RubricEnv``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rubricgym.adapter import Adapter, EngineReset, EngineStep, TaskBinding
+from rubricgym.contract import Facts, Outcome, ParsedAction
+from rubricgym.env import RubricEnv
+
+WORDS = ["apple", "bread", "chair", "drum", "eagle", "flute"]
+CORRECT = "apple"
+
+
+class WordFacts(Facts):
+    benchmark: ClassVar[str] = "WordPick"
+    correct: bool = False
+
+
+class WordAdapter(Adapter):
+    benchmark = "WordPick"
+    facts_model = WordFacts
+
+    def __init__(self, num_tasks: int = 2):
+        self.num_tasks = num_tasks
+        self.task = ""
+        self.tries = 0
+        self.won = False
+
+    def task_ids(self):
+        return [f"pick-{k}" for k in range(self.num_tasks)]
+
+    def _state(self, text: str) -> dict:
+        return dict(observation=text, state_signature=f"tries={self.tries},won={self.won}",
+                    admissible_actions=list(WORDS), context_key=f"tries={self.tries}")
+
+    def reset(self, task_id: str, seed):
+        self.task, self.tries, self.won = task_id, 0, False
+        return EngineReset(instruction="say the secret word", **self._state("Words: " + " ".join(WORDS)))
+
+    def step(self, action: ParsedAction) -> EngineStep:
+        self.tries += 1
+        self.won = action.action == CORRECT
+        return EngineStep(**self._state("Right!" if self.won else "Wrong."), reward=1.0 if self.won else 0.0,
+                          terminated=self.won, accepted=action.action in WORDS,
+                          benchmark_facts={"correct": self.won})
+
+    def binding(self) -> TaskBinding:
+        return TaskBinding()
+
+    def outcome(self) -> Outcome:
+        return Outcome(success=self.won, score=1.0 if self.won else 0.0)
+
+
+def make_word_env(max_steps: int = 2, num_tasks: int = 2) -> RubricEnv:
+    return RubricEnv(WordAdapter(num_tasks=num_tasks), max_steps=max_steps)
+
+
+def warm_start_format(model, tokenizer, prompt_ids: list[list[int]], steps: int = 120, lr: float = 3e-3,
+                      seed: int = 0) -> None:
+    """Supervised warm start: teach a random tiny model the ``<action>WORD</action>`` format
+    with the words uniformly mixed, so RL starts from a policy that answers in format but
+    picks the correct word only by chance (about 1 in len(WORDS))."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    eos = tokenizer.eos_token_id
+    model.train()
+    for _ in range(steps):
+        rows = []
+        for k in range(len(WORDS) * 2):
+            p = prompt_ids[int(torch.randint(len(prompt_ids), (1,), generator=g))]
+            w = WORDS[k % len(WORDS)]
+            r = tokenizer(f"<action>{w}</action>", add_special_tokens=False)["input_ids"] + [eos]
+            rows.append((p, r))
+        width = max(len(p) + len(r) for p, r in rows)
+        ids = torch.full((len(rows), width), tokenizer.pad_token_id)
+        labels = torch.full((len(rows), width), -100)
+        att = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, (p, r) in enumerate(rows):
+            seq = torch.tensor(p + r)
+            ids[i, : len(seq)] = seq
+            labels[i, len(p) : len(seq)] = torch.tensor(r)
+            att[i, : len(seq)] = 1
+        loss = model(input_ids=ids, attention_mask=att, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    model.eval()

@@ -1,0 +1,126 @@
+"""Advantage estimators by name: per-token advantages and loss masks for every step sample.
+
+The credit FORMULAS live in ``rubricgym.credit`` (GRPO, TRCA) and ``rubricgym.judges`` /
+``rubricgym.credit.draco`` (DRACO); this module only feeds them each group's signals and
+places their per-step values on tokens:
+
+* ``grpo``: the group-standardized outcome on every response token.
+* ``trca`` (and the ablations ``trca_no_rf``, ``trca_no_rb``): ``A_E + A_S`` on the tokens of
+  the step's ``<action>`` span only; reasoning, prompt, observation and padding are masked.
+  A response with no parsed action has no action tokens, so it carries no gradient.
+* ``draco`` (dynamic rubric + step credit) and its ablations ``draco_static``
+  (static, no credit), ``draco_static_credit``, ``draco_dynamic`` (dynamic, no credit): the
+  step credit ``a_j`` on every token of step j's response; tokens outside every step (the
+  prompt, observations, padding) get 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rubricgym.trainers.rollout import Rollout, StepSample
+
+TRCA_ESTIMATORS = ("trca", "trca_no_rf", "trca_no_rb")
+DRACO_ESTIMATORS = {
+    "draco": "dynamic/credit",
+    "draco_static": "static/no-credit",
+    "draco_static_credit": "static/credit",
+    "draco_dynamic": "dynamic/no-credit",
+}
+ESTIMATOR_NAMES = ("grpo", *TRCA_ESTIMATORS, *DRACO_ESTIMATORS)
+
+
+class MissingRewardSignal(RuntimeError):
+    """The estimator needs a signal the env did not provide (e.g. no TRCA reward wrapper)."""
+
+
+def _set_uniform(step: StepSample, value: float, span: tuple[int, int] | None) -> None:
+    """``value`` on the tokens of ``span`` (the whole response when span is the full range)."""
+    n = len(step.response_ids)
+    adv = [0.0] * n
+    mask = [False] * n
+    if span is not None:
+        lo, hi = span
+        for k in range(max(0, lo), min(n, hi)):
+            adv[k] = float(value)
+            mask[k] = True
+    step.token_advantages = adv
+    step.loss_mask = mask
+
+
+def grpo_group(group: Sequence[Rollout], eps: float) -> list[np.ndarray]:
+    from rubricgym.credit.grpo import grpo_step_advantages
+
+    return grpo_step_advantages([r.env_return for r in group], [len(r.steps) for r in group], eps)
+
+
+def trca_signals(rollout: Rollout) -> Any:
+    from rubricgym.credit.trca import RolloutSignals
+
+    r_f, r_b, r_t = [], [], []
+    for step in rollout.steps:
+        trca = step.info.get("trca")
+        if trca is None:
+            raise MissingRewardSignal(
+                f"task {rollout.task_id}: a step has no info['trca']; the 'trca' estimators need the TRCA "
+                "reward wrapper (gym.make(..., reward='default') with an operator library)"
+            )
+        r_f.append(float(trca["r_F"]))
+        r_b.append(float(trca["r_B"]))
+        r_t.append(float(trca["r_TRCA"]))
+    return RolloutSignals(r_f=r_f, r_b=r_b, env_rewards=[s.env_reward for s in rollout.steps],
+                          context_keys=[s.context_key for s in rollout.steps], r_trca=r_t,
+                          outcome=rollout.env_return)
+
+
+def trca_group(group: Sequence[Rollout], estimator: str, gamma: float, lam: float | None,
+               eps: float) -> list[np.ndarray]:
+    from rubricgym.credit.trca import trca_group_advantages
+
+    return trca_group_advantages([trca_signals(r) for r in group], estimator=estimator, lam=lam,
+                                 gamma=gamma, eps=eps)
+
+
+def draco_group(group: Sequence[Rollout], estimator: str, judge: Any, iteration: int) -> list[np.ndarray]:
+    """Per-step a_j from the judge's group result; tokens of a step = its response tokens."""
+    if judge is None:
+        raise MissingRewardSignal(
+            f"advantage '{estimator}' needs a DRACO judge: configure judge.config / judge.options "
+            "(an OpenAI-compatible endpoint) or pass judge= to the Trainer"
+        )
+    trajectories = [r.trajectory for r in group]
+    if any(t is None for t in trajectories):
+        raise MissingRewardSignal("DRACO needs each rollout's trajectory (env.unwrapped.trajectory)")
+    result = judge.score_group(trajectories[0].instruction, trajectories, variant=DRACO_ESTIMATORS[estimator],
+                               training_step=iteration)
+    out = []
+    for i, rollout in enumerate(group):
+        n_j = [len(s.response_ids) for s in rollout.steps]
+        out.append(np.asarray(result.step_advantages(i, n_j), dtype=np.float64))
+    return out
+
+
+def assign_advantages(groups: Sequence[Sequence[Rollout]], estimator: str, *, gamma: float = 0.95,
+                      lam: float | None = None, eps: float = 1e-6, judge: Any = None,
+                      iteration: int = 0) -> None:
+    """Fill ``token_advantages`` and ``loss_mask`` of every step of every rollout."""
+    if estimator not in ESTIMATOR_NAMES:
+        raise ValueError(f"unknown advantage estimator {estimator!r}; choose one of {ESTIMATOR_NAMES}")
+    for group in groups:
+        if estimator == "grpo":
+            per_step = grpo_group(group, eps)
+        elif estimator in TRCA_ESTIMATORS:
+            per_step = trca_group(group, estimator, gamma, lam, eps)
+        else:
+            per_step = draco_group(group, estimator, judge, iteration)
+        for rollout, values in zip(group, per_step, strict=True):
+            if len(values) != len(rollout.steps):
+                raise ValueError(f"{len(values)} advantages for {len(rollout.steps)} steps")
+            for step, value in zip(rollout.steps, values, strict=True):
+                if estimator in TRCA_ESTIMATORS:
+                    _set_uniform(step, float(value), step.action_tokens)
+                else:
+                    _set_uniform(step, float(value), (0, len(step.response_ids)))

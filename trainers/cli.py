@@ -1,0 +1,113 @@
+"""``rubricgym train``: GRPO with rubric rewards.
+
+With no arguments it runs the main job on embedded defaults: SmolLM2-135M-Instruct, TRCA
+rewards, the bundled ALFWorld games, a few CPU-sized iterations (a GPU is used when present).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="YAML config file (sections: model, lora, env, prompt, generation, "
+                                         "algorithm, judge, run)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one setting, e.g. --set algorithm.group_size=8 (repeatable)")
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its latest checkpoint")
+    parser.add_argument("--iterations", type=int, help="= --set run.iterations=N")
+    parser.add_argument("--advantage", help="= --set algorithm.advantage=NAME (grpo, trca, draco, ...)")
+    parser.add_argument("--model", help="= --set model.name=NAME_OR_PATH")
+    parser.add_argument("--device", help="= --set model.device=DEVICE")
+    parser.add_argument("--output-dir", help="= --set run.output_dir=DIR")
+    parser.add_argument("--stop-after", type=int, help="stop after N iterations of this invocation (resumable)")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    items = list(args.overrides)
+    for flag, key in (("iterations", "run.iterations"), ("advantage", "algorithm.advantage"),
+                      ("model", "model.name"), ("device", "model.device"), ("output_dir", "run.output_dir")):
+        value = getattr(args, flag)
+        if value is not None:
+            items.append(f"{key}={value}")
+    if args.quiet:
+        items.append("run.progress=false")
+    return items
+
+
+def format_summary(summary: dict) -> str:
+    def pct(d: dict, k: str) -> str:
+        return f"{100 * d[k]:.0f}%" if k in d else "n/a"
+
+    def num(d: dict, k: str) -> str:
+        return f"{d[k]:+.4f}" if k in d else "n/a"
+
+    before, after = summary.get("before", {}), summary.get("after", {})
+    lines = [f"Trained {summary['iterations']} iteration(s) with '{summary['advantage']}' advantages."]
+    if after:
+        lines.append(f"  success rate      before {pct(before, 'success_rate'):>5}   after {pct(after, 'success_rate'):>5}")
+        lines.append(f"  mean TRCA reward  before {num(before, 'trca_reward_mean'):>8}   after {num(after, 'trca_reward_mean'):>8}")
+        lines.append(f"  mean return       before {num(before, 'return_mean'):>8}   after {num(after, 'return_mean'):>8}")
+    else:
+        lines.append(f"  first iteration: success {pct(before, 'success_rate')}, "
+                     f"mean TRCA reward {num(before, 'trca_reward_mean')}")
+    lines.append(f"Run directory: {summary['run_dir']} (metrics.jsonl, trajectories/, checkpoints, tensorboard/)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=os.environ.get("RUBRICGYM_LOG", "WARNING"))
+    from rubricgym.trainers.config import dump_config, load_config
+    from rubricgym.trainers.trainer import CONFIG_FILE, Trainer
+
+    overrides = _overrides(args)
+    try:
+        if args.resume:
+            if args.config:
+                print("rubricgym train: --resume uses the run's own config; drop --config", file=sys.stderr)
+                return 2
+            config = load_config(Path(args.resume) / CONFIG_FILE, overrides)
+        else:
+            config = load_config(args.config, overrides)
+    except (ValidationError, ValueError, OSError) as exc:
+        print(f"rubricgym train: bad configuration: {exc}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(dump_config(config), end="")
+        return 0
+    try:
+        if args.resume:
+            trainer = Trainer.from_run_dir(args.resume, overrides)
+        else:
+            trainer = Trainer(config)
+    except (FileNotFoundError, RuntimeError, ValueError, ImportError, NotImplementedError) as exc:
+        print(f"rubricgym train: cannot start: {exc}", file=sys.stderr)
+        return 2
+    print(f"rubricgym train: {config.model.name} on {config.env.id if not config.env.factory else config.env.factory} "
+          f"({len(trainer.tasks)} tasks, device {trainer.device}), advantage '{config.algorithm.advantage}', "
+          f"{config.algorithm.tasks_per_iteration} tasks x G={config.algorithm.group_size}, "
+          f"{config.run.iterations} iterations -> {trainer.run_dir}", flush=True)
+    try:
+        summary = trainer.train(stop_after=args.stop_after)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; resume with: rubricgym train --resume {trainer.run_dir}", file=sys.stderr)
+        return 130
+    finally:
+        trainer.close()
+    if "stopped_after" in summary:
+        print(f"stopped after iteration {summary['stopped_after']}; resume with: "
+              f"rubricgym train --resume {summary['run_dir']}")
+        return 0
+    print(format_summary(summary))
+    if os.environ.get("RUBRICGYM_SUMMARY_JSON"):
+        print(json.dumps(summary))
+    return 0

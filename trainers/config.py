@@ -1,0 +1,183 @@
+"""One pydantic config for a training run: embedded defaults, a YAML file, CLI overrides.
+
+The defaults ARE the main job (``rubricgym train`` with no arguments): SmolLM2-135M,
+TRCA rewards on the bundled ALFWorld games, a few CPU-sized iterations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSettings(_Section):
+    name: str = Field("smollm2", description="'smollm2', 'tiny', or a local transformers folder")
+    device: str = Field("auto", description="'auto' (CUDA when available), 'cpu', 'cuda', 'cuda:1'")
+    dtype: str = Field("auto", description="'auto' (bf16 on CUDA, float32 on CPU), 'float32', 'bfloat16'")
+    gradient_checkpointing: bool | None = Field(None, description="default: on for CUDA, off on CPU")
+
+
+class LoraSettings(_Section):
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+
+
+class EnvSettings(_Section):
+    id: str = Field("ALFWorld-Rubric-v0", description="a gymnasium id of a rubricgym env")
+    factory: str | None = Field(None, description="'module:callable' returning a gym.Env (overrides id)")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gym.make / the factory")
+    max_steps: int = Field(4, ge=1, description="step budget per episode")
+    tasks: list[str] | None = Field(None, description="task ids to train on (default: all the env offers)")
+    num_tasks: int | None = Field(None, ge=1, description="use only the first N task ids")
+
+
+class PromptSettings(_Section):
+    style: Literal["window", "chat"] = Field(
+        "window", description="'window': per-step prompt with the last K steps (TRCA); 'chat': growing chat"
+    )
+    history: int = Field(2, ge=0, description="K: past (action, observation) pairs shown in 'window' style")
+    show_admissible: bool = True
+    max_admissible: int = Field(40, ge=1, description="list at most this many admissible actions")
+    max_observation_chars: int = Field(1500, ge=64)
+    max_prompt_tokens: int = Field(1536, ge=16, description="'chat' drops the oldest turns beyond this")
+
+
+class GenerationSettings(_Section):
+    backend: Literal["hf", "vllm"] = "hf"
+    max_new_tokens: int = Field(96, ge=1)
+    temperature: float = Field(1.0, gt=0.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    top_k: int = Field(0, ge=0, description="0 disables top-k")
+    batch_size: int = Field(0, ge=0, description="prompts per generate call (0: all active rollouts)")
+    vllm_gpu_memory_utilization: float = Field(0.35, gt=0.0, le=1.0)
+
+
+class AlgorithmSettings(_Section):
+    advantage: str = Field(
+        "trca",
+        description="grpo | trca | trca_no_rf | trca_no_rb | draco | draco_static | draco_static_credit | draco_dynamic",
+    )
+    group_size: int = Field(4, ge=1, description="G rollouts per task, identical initial state")
+    tasks_per_iteration: int = Field(2, ge=1)
+    lr: float = Field(5e-5, gt=0.0)
+    weight_decay: float = Field(0.0, ge=0.0)
+    warmup_iterations: int = Field(0, ge=0)
+    lr_schedule: Literal["constant", "cosine"] = "constant"
+    clip_low: float = Field(0.20, ge=0.0)
+    clip_high: float = Field(0.28, ge=0.0)
+    kl_coef: float = Field(0.012, ge=0.0)
+    entropy_coef: float = Field(0.001, ge=0.0)
+    epochs: int = Field(1, ge=1, description="passes over each iteration's samples")
+    minibatches: int = Field(1, ge=1, description="optimizer steps per epoch")
+    micro_batch_size: int = Field(4, ge=1, description="sequences per forward/backward (gradient accumulation)")
+    max_grad_norm: float = Field(1.0, gt=0.0)
+    gamma: float = Field(0.95, gt=0.0, le=1.0, description="TRCA completion-aware return discount")
+    trca_lambda: float | None = Field(None, ge=0.0, le=1.0, description="re-mix r_F/r_B (default: the wrapper's r_TRCA)")
+    eps: float = Field(1e-6, gt=0.0)
+    skip_zero_advantage: bool = Field(True, description="drop samples whose tokens all have advantage 0")
+
+    @field_validator("advantage")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from rubricgym.trainers.advantages import ESTIMATOR_NAMES
+
+        if value not in ESTIMATOR_NAMES:
+            raise ValueError(f"unknown advantage estimator {value!r}; choose one of {ESTIMATOR_NAMES}")
+        return value
+
+
+class JudgeSettings(_Section):
+    """Only read by the DRACO estimators (see docs/judge.md for the judge itself)."""
+
+    config: str | None = Field(None, description="YAML file of rubricgym.judges settings")
+    options: dict[str, Any] = Field(default_factory=dict, description="inline judge settings")
+
+
+class RunSettings(_Section):
+    output_dir: str = "runs"
+    name: str | None = Field(None, description="run folder name (default: a timestamp)")
+    iterations: int = Field(2, ge=1)
+    seed: int = 0
+    checkpoint_every: int = Field(1, ge=1)
+    keep_checkpoints: int = Field(2, ge=1)
+    trajectories_every: int = Field(1, ge=1, description="write sampled trajectories every N iterations")
+    evaluate_after: bool = Field(True, description="re-run the first iteration's tasks greedily-sampled after training")
+    tensorboard: bool = True
+    progress: bool = True
+    threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's choice)")
+
+
+class TrainConfig(_Section):
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    env: EnvSettings = Field(default_factory=EnvSettings)
+    prompt: PromptSettings = Field(default_factory=PromptSettings)
+    generation: GenerationSettings = Field(default_factory=GenerationSettings)
+    algorithm: AlgorithmSettings = Field(default_factory=AlgorithmSettings)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    run: RunSettings = Field(default_factory=RunSettings)
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ValueError(f"--set {key}: {part!r} is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``"algorithm.group_size=8"`` -> ("algorithm.group_size", 8); values are YAML scalars/lists."""
+    if "=" not in item:
+        raise ValueError(f"override {item!r} is not KEY=VALUE (e.g. algorithm.group_size=8)")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if not key:
+        raise ValueError(f"override {item!r} has an empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ValueError(f"override {item!r}: value is not valid YAML: {exc}") from exc
+    return key, value
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None,
+                base: dict[str, Any] | None = None) -> TrainConfig:
+    """Defaults <- ``base`` <- YAML file <- ``--set`` overrides, validated once at the end."""
+    data: dict[str, Any] = dict(base or {})
+    if path is not None:
+        text = Path(path).read_text(encoding="utf-8")
+        loaded = yaml.safe_load(text) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{path}: a config file must be a mapping of sections")
+        data = _merge(data, loaded)
+    for item in overrides or []:
+        key, value = parse_override(item)
+        _set_dotted(data, key, value)
+    return TrainConfig.model_validate(data)
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def dump_config(config: TrainConfig) -> str:
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)

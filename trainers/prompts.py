@@ -1,0 +1,128 @@
+"""Prompt builders: what the policy sees at each step of a multi-turn episode.
+
+Two styles (DESIGN.md §6):
+
+* ``window`` (the TRCA paper's template): a fresh per-step prompt with the task, the last
+  K (action, observation) pairs, the current observation, the admissible actions and the
+  ``<think>``/``<action>`` instruction. Prompt length stays bounded however long the episode.
+* ``chat``: one growing conversation; earlier responses appear as assistant turns and
+  observations as user turns. The oldest turns are dropped past ``max_prompt_tokens``.
+
+Builders return chat messages; the tokenizer's chat template turns them into text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rubricgym.trainers.config import PromptSettings
+
+
+@dataclass
+class PastStep:
+    response: str
+    action: str | None  # the parsed command, None when the response did not parse
+    observation: str
+
+
+@dataclass
+class EpisodeView:
+    """Everything a prompt may show about one rollout so far (observable text only)."""
+
+    benchmark: str
+    instruction: str
+    initial_observation: str
+    observation: str
+    admissible_actions: list[str] | None = None
+    history: list[PastStep] = field(default_factory=list)
+
+    @property
+    def step(self) -> int:
+        return len(self.history)
+
+
+FORMAT_INSTRUCTION = (
+    "Now it's your turn to take an action. You should first reason step-by-step about the current "
+    "situation. This reasoning process MUST be enclosed within <think> </think> tags. Once you've "
+    "finished your reasoning, you should choose an admissible action for current step and present it "
+    "within <action> </action> tags."
+)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _admissible(view: EpisodeView, settings: PromptSettings) -> str:
+    if not settings.show_admissible or not view.admissible_actions:
+        return ""
+    shown = view.admissible_actions[: settings.max_admissible]
+    more = len(view.admissible_actions) - len(shown)
+    listing = ", ".join(f"'{a}'" for a in shown) + (f", ... ({more} more)" if more > 0 else "")
+    return f"Your admissible actions of the current situation are: [{listing}].\n\n"
+
+
+def window_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[str, str]]:
+    """The TRCA/verl-agent per-step template, with a bounded history window."""
+    lim = settings.max_observation_chars
+    body = (f"You are an expert agent operating in the {view.benchmark} environment. "
+            f"Your task is to: {view.instruction}\n\n")
+    if view.step == 0:
+        body += f"Your current observation is: {_clip(view.observation, lim)}\n\n"
+    else:
+        body += f"Prior to this step, you have already taken {view.step} step(s). "
+        recent = view.history[-settings.history :] if settings.history else []
+        if recent:
+            first = view.step - len(recent) + 1
+            lines = [
+                f"[Step {first + k}] Action: {p.action if p.action is not None else '(invalid response)'}\n"
+                f"Observation: {_clip(p.observation, lim)}"
+                for k, p in enumerate(recent)
+            ]
+            body += (f"Below are the most recent {len(recent)} observations and the corresponding actions "
+                     f"you took:\n" + "\n".join(lines) + "\n")
+        body += (f"You are now at step {view.step + 1} and your current observation is: "
+                 f"{_clip(view.observation, lim)}\n\n")
+    return [{"role": "user", "content": body + _admissible(view, settings) + FORMAT_INSTRUCTION}]
+
+
+def chat_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[str, str]]:
+    """The growing conversation: system task, then observation/response turns."""
+    lim = settings.max_observation_chars
+    system = (
+        f"You are an expert agent operating in the {view.benchmark} environment. "
+        f"Your task is to: {view.instruction}\n\n{FORMAT_INSTRUCTION}"
+    )
+    messages = [{"role": "system", "content": system}]
+    observation = view.initial_observation or view.observation
+    for past in view.history:
+        messages.append({"role": "user", "content": _clip(observation, lim)})
+        messages.append({"role": "assistant", "content": past.response})
+        observation = past.observation
+    current = _clip(view.observation, lim)
+    listing = _admissible(view, settings).strip()
+    messages.append({"role": "user", "content": current + (f"\n\n{listing}" if listing else "")})
+    return messages
+
+
+def build_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[str, str]]:
+    return window_messages(view, settings) if settings.style == "window" else chat_messages(view, settings)
+
+
+def render_prompt(tokenizer: Any, view: EpisodeView, settings: PromptSettings) -> list[int]:
+    """Prompt token ids for the current step, within ``max_prompt_tokens``.
+
+    ``chat`` drops the oldest (user, assistant) pairs first; a prompt that still does not fit
+    keeps its last ``max_prompt_tokens`` tokens (the current observation and instruction).
+    """
+    messages = build_messages(view, settings)
+    while True:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        if len(ids) <= settings.max_prompt_tokens:
+            return list(ids)
+        if settings.style == "chat" and len(messages) > 3:
+            messages = messages[:1] + messages[3:]
+            continue
+        return list(ids[-settings.max_prompt_tokens :])

@@ -1,0 +1,231 @@
+"""Multi-turn rollouts: G rollouts per task from identical initial states, in lockstep.
+
+All rollouts of a batch (tasks x G) advance together: at every turn the prompts of the
+still-running rollouts go to the generator as one batch, then each response is stepped in
+its own env. Every step keeps the exact prompt and response token ids the policy saw and
+sampled, plus the token spans of its reasoning and its action.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from rubricgym.contract import Trajectory, Transition
+from rubricgym.trainers.config import EnvSettings, PromptSettings
+from rubricgym.trainers.generation import Generator
+from rubricgym.trainers.prompts import EpisodeView, PastStep, render_prompt
+from rubricgym.trainers.tokens import Span, decode_response, response_token_spans
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StepSample:
+    """One policy decision: the tokens trained on, and where reasoning and action are."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_text: str
+    reasoning_tokens: Span | None
+    action_tokens: Span | None
+    reward: float  # the env's step reward (r_TRCA when the TRCA wrapper is attached)
+    env_reward: float  # the engine's own reward (the sparse outcome signal)
+    context_key: str = ""
+    info: dict[str, Any] = field(default_factory=dict)  # reward-wrapper signals (e.g. "trca")
+    # filled by the advantage estimator: one value per response token, and which tokens count
+    token_advantages: list[float] | None = None
+    loss_mask: list[bool] | None = None
+
+
+@dataclass
+class Rollout:
+    task_id: str
+    seed: int
+    group: int  # index of its task in the batch
+    member: int  # index within the group
+    steps: list[StepSample] = field(default_factory=list)
+    trajectory: Trajectory | None = None
+    error: str | None = None
+
+    @property
+    def env_return(self) -> float:
+        return sum(s.env_reward for s in self.steps)
+
+    @property
+    def reward_return(self) -> float:
+        return sum(s.reward for s in self.steps)
+
+    @property
+    def success(self) -> bool:
+        if self.trajectory is not None and self.trajectory.outcome.success is not None:
+            return bool(self.trajectory.outcome.success)
+        return self.env_return > 0
+
+
+def make_env_factory(settings: EnvSettings) -> Callable[[], gym.Env]:
+    """A zero-argument env constructor from the config (a gym id or ``module:callable``)."""
+    if settings.factory:
+        module, _, name = settings.factory.partition(":")
+        if not name:
+            raise ValueError(f"env.factory must be 'module:callable', got {settings.factory!r}")
+        fn = getattr(importlib.import_module(module), name)
+        return lambda: fn(max_steps=settings.max_steps, **settings.kwargs)
+    import rubricgym  # noqa: F401  (registers the ids)
+
+    if settings.id not in gym.registry:
+        raise ValueError(f"unknown env id {settings.id!r}; rubricgym ids: "
+                         f"{sorted(k for k in gym.registry if 'Rubric' in k)}")
+    return lambda: gym.make(settings.id, max_steps=settings.max_steps, **settings.kwargs)
+
+
+def available_tasks(env: gym.Env, settings: EnvSettings) -> list[str]:
+    if settings.tasks:
+        tasks = list(settings.tasks)
+    else:
+        adapter = getattr(env.unwrapped, "adapter", None)
+        if adapter is None:
+            raise ValueError("this env exposes no adapter.task_ids(): set env.tasks in the config")
+        tasks = list(adapter.task_ids())
+    if settings.num_tasks:
+        tasks = tasks[: settings.num_tasks]
+    if not tasks:
+        raise ValueError("no tasks to train on")
+    return tasks
+
+
+@dataclass
+class _Live:
+    rollout: Rollout
+    env: gym.Env
+    view: EpisodeView
+    done: bool = False
+
+
+@dataclass
+class RolloutTimings:
+    generation: float = 0.0
+    environment: float = 0.0
+    tokenization: float = 0.0
+    prompt_tokens: int = 0
+    response_tokens: int = 0
+
+
+class RolloutCollector:
+    """Owns a pool of envs (one per concurrent rollout) and runs lockstep episodes."""
+
+    def __init__(self, env_fn: Callable[[], gym.Env], tokenizer: Any, prompt: PromptSettings, max_steps: int):
+        self.env_fn = env_fn
+        self.tokenizer = tokenizer
+        self.prompt = prompt
+        self.max_steps = max_steps
+        self.envs: list[gym.Env] = []
+
+    def env(self, k: int) -> gym.Env:
+        while len(self.envs) <= k:
+            self.envs.append(self.env_fn())
+        return self.envs[k]
+
+    def close(self) -> None:
+        for env in self.envs:
+            try:
+                env.close()
+            except Exception:  # closing must not hide the run's own result
+                log.exception("closing an env failed")
+        self.envs = []
+
+    def collect(self, generator: Generator, tasks: Sequence[tuple[str, int]], group_size: int,
+                timings: RolloutTimings | None = None) -> list[list[Rollout]]:
+        """One group of ``group_size`` rollouts per ``(task_id, seed)``."""
+        timings = timings or RolloutTimings()
+        live: list[_Live] = []
+        t0 = time.perf_counter()
+        for g, (task_id, seed) in enumerate(tasks):
+            for m in range(group_size):
+                env = self.env(len(live))
+                rollout = Rollout(task_id=task_id, seed=seed, group=g, member=m)
+                obs, info = env.reset(seed=seed, options={"task_id": task_id})
+                adapter = getattr(env.unwrapped, "adapter", None)
+                view = EpisodeView(
+                    benchmark=getattr(adapter, "benchmark", type(env.unwrapped).__name__),
+                    instruction=str(info.get("instruction", "")),
+                    initial_observation=obs,
+                    observation=obs,
+                    admissible_actions=info.get("admissible_actions"),
+                )
+                live.append(_Live(rollout, env, view))
+        timings.environment += time.perf_counter() - t0
+
+        for _ in range(self.max_steps):
+            active = [x for x in live if not x.done]
+            if not active:
+                break
+            t0 = time.perf_counter()
+            prompts = [render_prompt(self.tokenizer, x.view, self.prompt) for x in active]
+            timings.tokenization += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            responses = generator.generate(prompts)
+            timings.generation += time.perf_counter() - t0
+            for x, prompt_ids, response_ids in zip(active, prompts, responses, strict=True):
+                timings.prompt_tokens += len(prompt_ids)
+                timings.response_tokens += len(response_ids)
+                self._step(x, prompt_ids, response_ids, timings)
+        for x in live:
+            if not x.done:  # a foreign env that ignores the step budget
+                x.done = True
+                x.rollout.trajectory = getattr(x.env.unwrapped, "trajectory", None)
+        groups: list[list[Rollout]] = [[] for _ in tasks]
+        for x in live:
+            groups[x.rollout.group].append(x.rollout)
+        return groups
+
+    def _step(self, x: _Live, prompt_ids: list[int], response_ids: list[int], timings: RolloutTimings) -> None:
+        t0 = time.perf_counter()
+        text = decode_response(self.tokenizer, response_ids)
+        timings.tokenization += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        try:
+            obs, reward, terminated, truncated, info = x.env.step(text)
+        except Exception as exc:  # a broken env ends this rollout, recorded; the run goes on
+            log.exception("env.step failed for task %s", x.rollout.task_id)
+            x.rollout.error = f"{type(exc).__name__}: {exc}"
+            x.rollout.trajectory = getattr(x.env.unwrapped, "trajectory", None)
+            x.done = True
+            return
+        finally:
+            timings.environment += time.perf_counter() - t0
+        transition: Transition | None = info.get("transition")
+        parsed = transition.action if transition is not None else None
+        t0 = time.perf_counter()
+        reasoning, action = response_token_spans(
+            self.tokenizer, response_ids, text,
+            parsed.reasoning_span if parsed else None, parsed.action_span if parsed else None,
+        )
+        timings.tokenization += time.perf_counter() - t0
+        extra = {k: v for k, v in info.items() if k in ("trca", "draco", "rubric")}
+        x.rollout.steps.append(StepSample(
+            prompt_ids=prompt_ids,
+            response_ids=response_ids,
+            response_text=text,
+            reasoning_tokens=reasoning,
+            action_tokens=action,
+            reward=float(reward),
+            env_reward=float(transition.env_reward) if transition is not None else float(reward),
+            context_key=transition.context_key if transition is not None else "",
+            info=extra,
+        ))
+        x.view.history.append(PastStep(response=text, action=parsed.action if parsed and parsed.ok else None,
+                                       observation=obs))
+        x.view.observation = obs
+        x.view.admissible_actions = info.get("admissible_actions")
+        if terminated or truncated:
+            x.done = True
+            x.rollout.trajectory = getattr(x.env.unwrapped, "trajectory", None)
+            if x.rollout.trajectory is not None:
+                x.rollout.trajectory = x.rollout.trajectory.model_copy(deep=True)

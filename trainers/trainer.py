@@ -1,0 +1,360 @@
+"""The GRPO-family training loop: rollouts -> credit -> update -> log -> checkpoint.
+
+Read ``Trainer.train_iteration`` top to bottom for one training step.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rubricgym.contract import save_jsonl
+from rubricgym.trainers.advantages import DRACO_ESTIMATORS, assign_advantages
+from rubricgym.trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from rubricgym.trainers.config import TrainConfig, dump_config, load_config
+from rubricgym.trainers.generation import HFGenerator, VLLMGenerator
+from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, available_tasks, make_env_factory
+from rubricgym.trainers.update import ppo_update
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+def derive_seed(*parts: int) -> int:
+    """A 31-bit seed from integers (stable across runs and processes)."""
+    return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def group_metrics(groups: Sequence[Sequence[Rollout]], prefix: str = "") -> dict[str, float]:
+    rollouts = [r for g in groups for r in g]
+    steps = [s for r in rollouts for s in r.steps]
+    if not rollouts:
+        return {}
+    trca = [float(s.info["trca"]["r_TRCA"]) for s in steps if "trca" in s.info]
+    parsed = [s.action_tokens is not None for s in steps]
+    out = {
+        f"{prefix}success_rate": float(np.mean([r.success for r in rollouts])),
+        f"{prefix}return_mean": float(np.mean([r.reward_return for r in rollouts])),
+        f"{prefix}env_return_mean": float(np.mean([r.env_return for r in rollouts])),
+        f"{prefix}episode_steps": float(np.mean([len(r.steps) for r in rollouts])),
+        f"{prefix}action_parsed_rate": float(np.mean(parsed)) if parsed else 0.0,
+        f"{prefix}response_tokens_mean": float(np.mean([len(s.response_ids) for s in steps])) if steps else 0.0,
+        f"{prefix}rollout_errors": float(sum(r.error is not None for r in rollouts)),
+    }
+    if trca:
+        out[f"{prefix}trca_reward_mean"] = float(np.mean(trca))
+    return out
+
+
+class Trainer:
+    """Builds everything from a ``TrainConfig``; ``model``/``tokenizer``/``env_fn``/``judge``
+    may be injected (tests, custom envs)."""
+
+    def __init__(self, config: TrainConfig, run_dir: str | Path | None = None, *, model: Any = None,
+                 tokenizer: Any = None, env_fn: Callable[[], Any] | None = None, judge: Any = None,
+                 resume: bool = False):
+        self.config = config
+        if os.environ.get("WORLD_SIZE", "1") not in ("1", ""):
+            raise NotImplementedError(
+                "multi-process training (WORLD_SIZE > 1) is not implemented yet; run one process per GPU "
+                "experiment (see docs/trainer.md)")
+        if config.run.threads:
+            torch.set_num_threads(config.run.threads)
+        self.run_dir = Path(run_dir) if run_dir else self._new_run_dir()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        seed_everything(config.run.seed)
+        self.device = self._device()
+        self.model, self.tokenizer = self._build_model(model, tokenizer)
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=config.algorithm.lr, weight_decay=config.algorithm.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_lambda)
+        self.env_fn = env_fn or make_env_factory(config.env)
+        self.collector = RolloutCollector(self.env_fn, self.tokenizer, config.prompt, config.env.max_steps)
+        self.tasks = available_tasks(self.collector.env(0), config.env)
+        self.generator = self._build_generator()
+        self.judge = judge if judge is not None else self._build_judge()
+        self.iteration = 0  # completed iterations
+        self.data_position = 0  # tasks drawn so far
+        self._tb: Any = None
+        if resume:
+            self._resume()
+        (self.run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
+
+    # ---- construction ------------------------------------------------------------------
+    def _new_run_dir(self) -> Path:
+        name = self.config.run.name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        path = Path(self.config.run.output_dir) / name
+        k = 1
+        while path.exists():
+            k += 1
+            path = Path(self.config.run.output_dir) / f"{name}-{k}"
+        return path
+
+    def _device(self) -> torch.device:
+        want = self.config.model.device
+        if want == "auto":
+            want = "cuda" if torch.cuda.is_available() else "cpu"
+        if want.startswith("cuda") and not torch.cuda.is_available():
+            raise RuntimeError("model.device is CUDA but no CUDA device is available")
+        return torch.device(want)
+
+    def _build_model(self, model: Any, tokenizer: Any) -> tuple[Any, Any]:
+        from peft import LoraConfig, get_peft_model
+
+        from rubricgym.models import load_causal_lm
+
+        cfg = self.config
+        if model is None:
+            model, tokenizer = load_causal_lm(cfg.model.name, device=str(self.device), dtype=cfg.model.dtype,
+                                              seed=cfg.run.seed)
+        elif tokenizer is None:
+            raise ValueError("a model passed to Trainer needs its tokenizer too")
+        model.to(self.device)
+        use_ckpt = cfg.model.gradient_checkpointing
+        if use_ckpt is None:
+            use_ckpt = self.device.type == "cuda"
+        if use_ckpt:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.config.use_cache = False
+        lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
+                          target_modules=list(cfg.lora.target_modules), task_type="CAUSAL_LM")
+        peft_model = get_peft_model(model, lora)
+        return peft_model, tokenizer
+
+    def _build_generator(self) -> Any:
+        gen = self.config.generation
+        if gen.backend == "hf":
+            return HFGenerator(self.model, self.tokenizer, gen)
+        base = getattr(self.model.base_model.model.config, "_name_or_path", "")
+        return VLLMGenerator(base, self.tokenizer, gen, self.config.lora.r, self.run_dir / "vllm_adapters",
+                             seed=self.config.run.seed)
+
+    def _build_judge(self) -> Any:
+        if self.config.algorithm.advantage not in DRACO_ESTIMATORS:
+            return None
+        try:
+            from rubricgym.judges.config import JudgeSettings
+            from rubricgym.judges.pipeline import DracoJudge
+        except ImportError as exc:
+            raise RuntimeError(f"the DRACO estimators need rubricgym.judges: {exc}") from exc
+        options = dict(self.config.judge.options)
+        if self.config.judge.config:
+            import yaml
+
+            options = {**(yaml.safe_load(Path(self.config.judge.config).read_text()) or {}), **options}
+        return DracoJudge.from_settings(JudgeSettings(**options))
+
+    def _lr_lambda(self, step: int) -> float:
+        alg = self.config.algorithm
+        per_iter = alg.epochs * alg.minibatches
+        warm = alg.warmup_iterations * per_iter
+        if warm and step < warm:
+            return (step + 1) / warm
+        if alg.lr_schedule == "cosine":
+            total = max(1, self.config.run.iterations * per_iter - warm)
+            return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warm) / total)))
+        return 1.0
+
+    # ---- data --------------------------------------------------------------------------
+    def tasks_for(self, position: int, count: int) -> list[tuple[str, int]]:
+        """Tasks drawn at stream positions [position, position+count): a seeded permutation
+        per pass over the task list; each draw has its own env seed (shared by its group)."""
+        n = len(self.tasks)
+        out = []
+        for k in range(position, position + count):
+            perm = np.random.default_rng(derive_seed(self.config.run.seed, k // n)).permutation(n)
+            out.append((self.tasks[int(perm[k % n])], derive_seed(self.config.run.seed, 7919, k)))
+        return out
+
+    # ---- one iteration -----------------------------------------------------------------
+    def rollouts(self, tasks: Sequence[tuple[str, int]], sample_seed: int,
+                 timings: RolloutTimings) -> list[list[Rollout]]:
+        torch.manual_seed(sample_seed)
+        return self.collector.collect(self.generator, tasks, self.config.algorithm.group_size, timings)
+
+    def train_iteration(self) -> dict[str, float]:
+        cfg = self.config
+        it = self.iteration + 1
+        started = time.perf_counter()
+        # 1. rollouts: G per task, identical initial states, lockstep batched generation
+        tasks = self.tasks_for(self.data_position, cfg.algorithm.tasks_per_iteration)
+        timings = RolloutTimings()
+        groups = self.rollouts(tasks, derive_seed(cfg.run.seed, 104729, it), timings)
+        # 2. credit: per-token advantages and masks, by estimator name
+        t0 = time.perf_counter()
+        assign_advantages(groups, cfg.algorithm.advantage, gamma=cfg.algorithm.gamma, lam=cfg.algorithm.trca_lambda,
+                          eps=cfg.algorithm.eps, judge=self.judge, iteration=it)
+        credit_s = time.perf_counter() - t0
+        # 3. update: clipped surrogate + KL to the base + entropy bonus, token-level mean
+        t0 = time.perf_counter()
+        samples = [s for g in groups for r in g for s in r.steps]
+        gen = torch.Generator().manual_seed(derive_seed(cfg.run.seed, 15485863, it))
+        stats = ppo_update(self.model, self.optimizer, self.scheduler, samples, cfg.algorithm, pad_id=self.pad_id,
+                           temperature=cfg.generation.temperature, generator=gen)
+        update_s = time.perf_counter() - t0
+        self.generator.sync_weights(self.model, it)
+        # 4. bookkeeping
+        self.iteration = it
+        self.data_position += len(tasks)
+        total = time.perf_counter() - started
+        metrics: dict[str, Any] = {"iteration": it, **group_metrics(groups), **stats,
+                                   "lr": float(self.scheduler.get_last_lr()[0])}
+        adv = [a for s in samples if s.loss_mask for a, m in zip(s.token_advantages or [], s.loss_mask) if m]
+        metrics["advantage_abs_mean"] = float(np.mean(np.abs(adv))) if adv else 0.0
+        metrics.update({
+            "time/generation_s": timings.generation, "time/environment_s": timings.environment,
+            "time/tokenization_s": timings.tokenization, "time/credit_s": credit_s, "time/update_s": update_s,
+            "time/iteration_s": total,
+            "tokens/response": float(timings.response_tokens), "tokens/prompt": float(timings.prompt_tokens),
+            "throughput/generation_tok_s": timings.response_tokens / max(timings.generation, 1e-9),
+            "throughput/update_tok_s": (timings.prompt_tokens + timings.response_tokens) / max(update_s, 1e-9),
+        })
+        if self.device.type == "cuda":
+            metrics["memory/peak_gib"] = torch.cuda.max_memory_allocated(self.device) / 2**30
+        self._log(metrics)
+        if it % cfg.run.trajectories_every == 0:
+            self._save_trajectories(groups, it)
+        if it % cfg.run.checkpoint_every == 0 or it == cfg.run.iterations:
+            self.save()
+        return metrics
+
+    # ---- the whole run -----------------------------------------------------------------
+    def train(self, stop_after: int | None = None, evaluate: bool | None = None) -> dict[str, Any]:
+        """Run to ``run.iterations`` (or stop early after ``stop_after`` iterations, as a kill would)."""
+        cfg = self.config
+        bar = None
+        if cfg.run.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=cfg.run.iterations, initial=self.iteration, desc="train", unit="it", dynamic_ncols=True)
+        done = 0
+        try:
+            while self.iteration < cfg.run.iterations:
+                m = self.train_iteration()
+                done += 1
+                if bar is not None:
+                    bar.update(1)
+                    post = {"reward": f"{m.get('return_mean', 0):.3f}", "success": f"{m.get('success_rate', 0):.2f}",
+                            "kl": f"{m.get('kl', 0):.4f}"}
+                    bar.set_postfix(post)
+                if stop_after is not None and done >= stop_after:
+                    return {"stopped_after": self.iteration, "run_dir": str(self.run_dir)}
+        finally:
+            if bar is not None:
+                bar.close()
+        evaluate = cfg.run.evaluate_after if evaluate is None else evaluate
+        summary = self.summary(evaluate)
+        (self.run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        return summary
+
+    def evaluate(self, tasks: Sequence[tuple[str, int]], sample_seed: int) -> dict[str, float]:
+        """Roll out the current policy (sampling as in training) without updating."""
+        timings = RolloutTimings()
+        groups = self.rollouts(tasks, sample_seed, timings)
+        return group_metrics(groups)
+
+    def summary(self, evaluate: bool) -> dict[str, Any]:
+        """Before/after on the first iteration's tasks and sampling seed: 'before' is that
+        iteration's own rollouts (the adapter starts as the identity, so the base policy)."""
+        first = self.read_metrics()[:1]
+        before = {k: first[0][k] for k in ("success_rate", "return_mean", "trca_reward_mean") if first and k in first[0]}
+        out: dict[str, Any] = {"run_dir": str(self.run_dir), "iterations": self.iteration,
+                               "advantage": self.config.algorithm.advantage, "before": before}
+        if evaluate:
+            after = self.evaluate(self.tasks_for(0, self.config.algorithm.tasks_per_iteration),
+                                  derive_seed(self.config.run.seed, 104729, 1))
+            out["after"] = {k: after[k] for k in ("success_rate", "return_mean", "trca_reward_mean") if k in after}
+        latest = latest_checkpoint(self.run_dir)
+        out["checkpoint"] = str(latest) if latest else None
+        return out
+
+    # ---- run files ---------------------------------------------------------------------
+    def _log(self, metrics: dict[str, Any]) -> None:
+        with open(self.run_dir / METRICS_FILE, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(metrics, sort_keys=True) + "\n")
+        if self.config.run.tensorboard:
+            if self._tb is None:
+                try:
+                    from torch.utils.tensorboard import SummaryWriter
+
+                    self._tb = SummaryWriter(str(self.run_dir / "tensorboard"))
+                except ImportError:
+                    log.warning("tensorboard is not installed; metrics go to %s only", METRICS_FILE)
+                    self.config.run.tensorboard = False
+                    return
+            for key, value in metrics.items():
+                if key != "iteration" and isinstance(value, (int, float)):
+                    self._tb.add_scalar(key, value, metrics["iteration"])
+            self._tb.flush()
+
+    def read_metrics(self) -> list[dict[str, Any]]:
+        path = self.run_dir / METRICS_FILE
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    def _save_trajectories(self, groups: Sequence[Sequence[Rollout]], it: int) -> None:
+        folder = self.run_dir / "trajectories"
+        folder.mkdir(exist_ok=True)
+        trajs = []
+        for group in groups:
+            for r in group:
+                if r.trajectory is None:
+                    continue
+                meta = {**r.trajectory.meta, "iteration": it, "group": r.group, "member": r.member,
+                        "success": r.success, "error": r.error,
+                        "step_advantages": [max((a for a, m in zip(s.token_advantages or [], s.loss_mask or []) if m),
+                                                key=abs, default=0.0) for s in r.steps]}
+                trajs.append(r.trajectory.model_copy(update={"meta": meta}))
+        save_jsonl(folder / f"iter-{it:06d}.jsonl", trajs)
+
+    def save(self) -> Path:
+        extra = {"data_position": self.data_position, "config": self.config.model_dump(mode="json")}
+        return save_checkpoint(self.run_dir, self.iteration, self.model, self.optimizer, self.scheduler, extra,
+                               keep=self.config.run.keep_checkpoints)
+
+    def _resume(self) -> None:
+        ckpt = latest_checkpoint(self.run_dir)
+        if ckpt is None:
+            raise FileNotFoundError(f"{self.run_dir}: no checkpoint to resume from")
+        state = load_checkpoint(ckpt, self.model, self.optimizer, self.scheduler)
+        self.iteration = int(state["iteration"])
+        self.data_position = int(state["data_position"])
+        # metrics written after the checkpoint belong to iterations that will be redone
+        kept = [m for m in self.read_metrics() if m["iteration"] <= self.iteration]
+        (self.run_dir / METRICS_FILE).write_text("".join(json.dumps(m, sort_keys=True) + "\n" for m in kept),
+                                                 encoding="utf-8")
+        self.generator.sync_weights(self.model, self.iteration)
+
+    def close(self) -> None:
+        self.collector.close()
+        if self._tb is not None:
+            self._tb.close()
+
+    @classmethod
+    def from_run_dir(cls, run_dir: str | Path, overrides: list[str] | None = None, **kwargs: Any) -> Trainer:
+        """Resume a run from its folder, with its own resolved config (plus overrides)."""
+        run_dir = Path(run_dir)
+        config = load_config(run_dir / CONFIG_FILE, overrides)
+        return cls(config, run_dir, resume=True, **kwargs)

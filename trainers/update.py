@@ -1,0 +1,190 @@
+"""One policy update over an iteration's step samples, top to bottom.
+
+1. Keep the samples that have at least one trained token (nonzero advantage when
+   ``skip_zero_advantage``); sort by length so micro-batches pad little.
+2. Reference log-probs under the frozen base: the same model with the LoRA adapter
+   disabled. Old log-probs: the policy before this update (computed once when the update
+   takes several optimizer steps; otherwise the live values, detached, are identical).
+3. For each epoch and minibatch: micro-batch forward/backward of ``policy_loss``, then clip
+   the gradient norm and take one optimizer (and scheduler) step.
+
+Batch layout per sequence: ``[left padding][prompt][response][right padding]`` with every
+response starting at the same column, so the logits of all responses come from one slice
+(``logits_to_keep``) and position ids follow the attention mask exactly as in generation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rubricgym.trainers.config import AlgorithmSettings
+from rubricgym.trainers.loss import entropy_from_logits, policy_loss
+from rubricgym.trainers.rollout import StepSample
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # [B, P + R]
+    attention_mask: torch.Tensor
+    position_ids: torch.Tensor
+    response_ids: torch.Tensor  # [B, R]
+    response_mask: torch.Tensor  # [B, R] real (non-padding) response tokens
+    loss_mask: torch.Tensor  # [B, R] tokens that are trained
+    advantages: torch.Tensor  # [B, R]
+    response_len: int
+
+
+def collate(samples: Sequence[StepSample], pad_id: int, device: torch.device | str = "cpu") -> Batch:
+    P = max(len(s.prompt_ids) for s in samples)
+    R = max(len(s.response_ids) for s in samples)
+    B = len(samples)
+    ids = torch.full((B, P + R), pad_id, dtype=torch.long)
+    attn = torch.zeros((B, P + R), dtype=torch.long)
+    resp = torch.full((B, R), pad_id, dtype=torch.long)
+    resp_mask = torch.zeros((B, R), dtype=torch.bool)
+    loss_mask = torch.zeros((B, R), dtype=torch.bool)
+    adv = torch.zeros((B, R), dtype=torch.float32)
+    for b, s in enumerate(samples):
+        p, r = len(s.prompt_ids), len(s.response_ids)
+        ids[b, P - p : P] = torch.tensor(s.prompt_ids, dtype=torch.long)
+        ids[b, P : P + r] = torch.tensor(s.response_ids, dtype=torch.long)
+        attn[b, P - p : P + r] = 1
+        resp[b, :r] = torch.tensor(s.response_ids, dtype=torch.long)
+        resp_mask[b, :r] = True
+        if s.loss_mask is not None and s.token_advantages is not None:
+            loss_mask[b, :r] = torch.tensor(s.loss_mask, dtype=torch.bool)
+            adv[b, :r] = torch.tensor(s.token_advantages, dtype=torch.float32)
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    return Batch(ids.to(device), attn.to(device), pos.to(device), resp.to(device), resp_mask.to(device),
+                 (loss_mask & resp_mask).to(device), adv.to(device), R)
+
+
+def response_logprobs(model: Any, batch: Batch, temperature: float = 1.0,
+                      with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probs of the response tokens (and the entropy of each predicting distribution)."""
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                position_ids=batch.position_ids, logits_to_keep=batch.response_len + 1, use_cache=False)
+    logits = out.logits[:, :-1, :].float() / temperature  # positions P-1 .. P+R-2 predict the response
+    logp_all = torch.log_softmax(logits, dim=-1)
+    logp = logp_all.gather(-1, batch.response_ids.unsqueeze(-1)).squeeze(-1)
+    logp = torch.where(batch.response_mask, logp, torch.zeros_like(logp))
+    entropy = entropy_from_logits(logits) if with_entropy else None
+    return logp, entropy
+
+
+def adapter_disabled(model: Any) -> contextlib.AbstractContextManager[Any]:
+    """The frozen base model: peft's ``disable_adapter()``; a plain model is its own base."""
+    fn = getattr(model, "disable_adapter", None)
+    return fn() if fn is not None else contextlib.nullcontext()
+
+
+def micro_batches(items: Sequence[int], size: int) -> Iterator[list[int]]:
+    for k in range(0, len(items), size):
+        yield list(items[k : k + size])
+
+
+@torch.no_grad()
+def _logprobs_no_grad(model: Any, samples: Sequence[StepSample], order: Sequence[int], size: int, pad_id: int,
+                      device: Any, temperature: float) -> dict[int, torch.Tensor]:
+    out: dict[int, torch.Tensor] = {}
+    for mb in micro_batches(order, size):
+        batch = collate([samples[i] for i in mb], pad_id, device)
+        logp, _ = response_logprobs(model, batch, temperature)
+        for row, i in enumerate(mb):
+            out[i] = logp[row, : len(samples[i].response_ids)].detach()
+    return out
+
+
+def _stack(values: dict[int, torch.Tensor], mb: Sequence[int], width: int, device: Any) -> torch.Tensor:
+    t = torch.zeros((len(mb), width), dtype=torch.float32, device=device)
+    for row, i in enumerate(mb):
+        v = values[i]
+        t[row, : v.shape[0]] = v
+    return t
+
+
+def trainable_samples(samples: Sequence[StepSample], skip_zero: bool) -> list[StepSample]:
+    keep = []
+    for s in samples:
+        if not s.loss_mask or not any(s.loss_mask):
+            continue
+        if skip_zero and not any(a != 0.0 for a, m in zip(s.token_advantages or [], s.loss_mask) if m):
+            continue
+        keep.append(s)
+    return keep
+
+
+def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, samples: Sequence[StepSample],
+               settings: AlgorithmSettings, *, pad_id: int, temperature: float = 1.0,
+               generator: torch.Generator | None = None) -> dict[str, float]:
+    """Run the update; returns token-weighted means of the loss terms (empty dict: nothing to train)."""
+    samples = trainable_samples(samples, settings.skip_zero_advantage)
+    stats = {"trained_samples": float(len(samples))}
+    if not samples:
+        return stats
+    device = next(model.parameters()).device
+    # sort by total length: shorter padding per micro-batch; ties keep rollout order
+    order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].response_ids))
+    size = settings.micro_batch_size
+    was_training = model.training
+    model.eval()  # no dropout in the reference/old passes
+    ref = None
+    if settings.kl_coef > 0:
+        with adapter_disabled(model):
+            ref = _logprobs_no_grad(model, samples, order, size, pad_id, device, temperature)
+    steps_per_iteration = settings.epochs * settings.minibatches
+    old = _logprobs_no_grad(model, samples, order, size, pad_id, device, temperature) if steps_per_iteration > 1 else None
+    model.train()
+
+    sums = {"loss": 0.0, "pg": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "ratio": 0.0, "tokens": 0.0}
+    grad_norms: list[float] = []
+    for epoch in range(settings.epochs):
+        perm = torch.randperm(len(order), generator=generator).tolist() if settings.minibatches > 1 else range(len(order))
+        shuffled = [order[k] for k in perm]
+        chunks = [shuffled[k :: settings.minibatches] for k in range(settings.minibatches)]
+        for chunk in chunks:
+            chunk = sorted(chunk, key=lambda i: order.index(i))
+            if not chunk:
+                continue
+            num_tokens = float(sum(sum(samples[i].loss_mask) for i in chunk))
+            optimizer.zero_grad(set_to_none=True)
+            for mb in micro_batches(chunk, size):
+                batch = collate([samples[i] for i in mb], pad_id, device)
+                logp, entropy = response_logprobs(model, batch, temperature, with_entropy=settings.entropy_coef > 0)
+                old_logp = _stack(old, mb, batch.response_len, device) if old is not None else logp.detach()
+                ref_logp = _stack(ref, mb, batch.response_len, device) if ref is not None else None
+                terms = policy_loss(
+                    logp, old_logp, ref_logp, batch.advantages, batch.loss_mask, entropy,
+                    clip_low=settings.clip_low, clip_high=settings.clip_high, kl_coef=settings.kl_coef,
+                    entropy_coef=settings.entropy_coef, num_tokens=num_tokens,
+                )
+                terms.loss.backward()
+                sums["loss"] += float(terms.loss.detach()) * num_tokens
+                for key in ("pg", "kl", "entropy", "clipped", "ratio", "tokens"):
+                    sums[key] += float(getattr(terms, key))
+            params = [p for p in model.parameters() if p.requires_grad]
+            grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)))
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    if not was_training:
+        model.eval()
+    n = max(sums["tokens"], 1.0)
+    stats.update({
+        "loss": sums["loss"] / n,
+        "pg_loss": sums["pg"] / n,
+        "kl": sums["kl"] / n,
+        "entropy": sums["entropy"] / n,
+        "clip_frac": sums["clipped"] / n,
+        "ratio": sums["ratio"] / n,
+        "trained_tokens": sums["tokens"] / (settings.epochs),
+        "grad_norm": sum(grad_norms) / len(grad_norms),
+        "optimizer_steps": float(len(grad_norms)),
+    })
+    return stats
