@@ -1,0 +1,266 @@
+"""Judge backends behind one interface: ``complete(ChatRequest) -> ChatReply``.
+
+- ``OpenAIChatBackend``: any OpenAI-compatible chat server (OpenAI, vLLM, llama.cpp /
+  llama-cpp-python) through the ``openai`` package, with our own bounded retries (tenacity)
+  on transport errors, timeouts, 429 and 5xx.
+- ``TransformersChatBackend``: an in-process (model, tokenizer) pair - the self-judge, where
+  the policy judges its own rollouts.
+
+Backends only move text; validation, repair, caching and accounting live in
+``rubricgym.judges.structured``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rubricgym.judges.config import JudgeSettings, ResponseFormat
+
+log = logging.getLogger(__name__)
+
+
+class JudgeTransportError(RuntimeError):
+    """The backend gave no reply (after retries): connection, timeout, HTTP error."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+class ChatRequest(BaseModel):
+    """One structured judge call. Everything that can change the answer is a field here,
+    so the cache key (``cache_payload``) covers the full request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    phase: str
+    messages: list[dict[str, str]]
+    schema_name: str
+    json_schema: dict[str, Any]
+    max_tokens: int
+    temperature: float = 0.0
+    top_p: float | None = None
+    seed: int | None = None
+    sample: int = Field(0, description="repeat index (self-judge k); distinct repeats are distinct requests")
+
+
+class ChatReply(BaseModel):
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    #: at most this many calls in flight (None: no backend limit)
+    max_concurrency: int | None
+    #: True when the server enforces the schema while decoding
+    enforces_schema: bool
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies the answering model in cache keys (never keys or URLs)."""
+
+    def complete(self, request: ChatRequest) -> ChatReply:
+        """Raise ``JudgeTransportError`` when no reply could be had."""
+
+
+def _retryable(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return False
+
+
+def _classify(exc: BaseException) -> JudgeTransportError:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return JudgeTransportError("timeout", "the judge server did not answer in time")
+    if isinstance(exc, openai.APIConnectionError):
+        return JudgeTransportError("connection", type(exc).__name__)
+    if isinstance(exc, openai.APIStatusError):
+        return JudgeTransportError(f"http_{exc.status_code}", type(exc).__name__)
+    return JudgeTransportError("bad_reply", f"{type(exc).__name__}: {str(exc)[:200]}")
+
+
+class OpenAIChatBackend:
+    """OpenAI-compatible server. The key goes only into the ``openai`` client's auth header."""
+
+    max_concurrency: int | None = None
+
+    def __init__(self, settings: JudgeSettings):
+        import openai
+
+        self.settings = settings
+        key = settings.api_key.get_secret_value() if settings.api_key is not None else ""
+        self._client = openai.OpenAI(
+            base_url=settings.base_url,
+            api_key=key or "no-key",  # local servers ignore it; the openai client insists on one
+            max_retries=0,  # retries are ours: bounded, classified, counted
+            timeout=settings.timeout_s,
+        )
+        self.enforces_schema = settings.response_format in (
+            ResponseFormat.JSON_SCHEMA,
+            ResponseFormat.JSON_OBJECT_SCHEMA,
+        )
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "backend": "openai-chat",
+            "model": self.settings.model,
+            "response_format": self.settings.response_format.value,
+            "strict": self.settings.strict_schema,
+        }
+
+    def _response_format(self, request: ChatRequest) -> dict[str, Any] | None:
+        fmt = self.settings.response_format
+        if fmt is ResponseFormat.JSON_SCHEMA:
+            spec: dict[str, Any] = {"name": request.schema_name, "schema": request.json_schema}
+            if self.settings.strict_schema:
+                spec["strict"] = True
+            return {"type": "json_schema", "json_schema": spec}
+        if fmt is ResponseFormat.JSON_OBJECT_SCHEMA:
+            return {"type": "json_object", "schema": request.json_schema}
+        if fmt is ResponseFormat.JSON_OBJECT:
+            return {"type": "json_object"}
+        return None
+
+    def _once(self, request: ChatRequest) -> ChatReply:
+        kwargs: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": request.messages,
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+        }
+        if request.top_p is not None:
+            kwargs["top_p"] = request.top_p
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        fmt = self._response_format(request)
+        if fmt is not None:
+            kwargs["response_format"] = fmt
+        resp = self._client.chat.completions.create(**kwargs)
+        if not getattr(resp, "choices", None):
+            raise JudgeTransportError("bad_reply", "no choices in the reply")
+        choice = resp.choices[0]
+        usage = getattr(resp, "usage", None)
+        return ChatReply(
+            text=(choice.message.content or "") if choice.message is not None else "",
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            finish_reason=choice.finish_reason,
+        )
+
+    def complete(self, request: ChatRequest) -> ChatReply:
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+        retrying = Retrying(
+            retry=retry_if_exception(_retryable),
+            stop=stop_after_attempt(self.settings.max_transport_retries + 1),
+            wait=wait_exponential(multiplier=self.settings.backoff_initial_s, max=self.settings.backoff_max_s),
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    return self._once(request)
+        except JudgeTransportError:
+            raise
+        except Exception as exc:  # classified; the message never includes request headers
+            err = _classify(exc)
+            log.warning("judge call (%s) failed: %s", request.phase, err)
+            raise err from None
+        raise JudgeTransportError("no_attempt", "retry loop ended without a call")  # pragma: no cover
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class TransformersChatBackend:
+    """A local causal LM answers judge calls in-process (no decoding constraint: the JSON is
+    extracted from the text, validated and repaired like any other reply).
+
+    ``model_id`` enters cache keys: when the weights change (a training step), pass a new
+    id - or no cache - or stale verdicts of an older policy would be reused.
+    """
+
+    max_concurrency: int | None = 1
+    enforces_schema = False
+
+    def __init__(self, model: Any, tokenizer: Any, model_id: str | None = None, max_prompt_tokens: int | None = None):
+        self.model = model
+        self.tokenizer = tokenizer
+        name = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
+        self.model_id = model_id or f"local:{name}"
+        self.max_prompt_tokens = max_prompt_tokens
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_loader(cls, name: str, device: str | None = None, **kwargs: Any) -> TransformersChatBackend:
+        """Load through ``rubricgym.models`` ("smollm2", "tiny", or a local folder)."""
+        try:
+            from rubricgym.models import load_causal_lm
+        except ImportError as exc:
+            raise RuntimeError(
+                "rubricgym.models is not available; pass a (model, tokenizer) pair to TransformersChatBackend"
+            ) from exc
+        model, tokenizer = load_causal_lm(name, device=device)
+        return cls(model, tokenizer, model_id=kwargs.pop("model_id", f"local:{name}"), **kwargs)
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "transformers", "model": self.model_id}
+
+    def _prompt_ids(self, messages: list[dict[str, str]]) -> Any:
+        tok = self.tokenizer
+        if getattr(tok, "chat_template", None):
+            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        else:
+            text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
+        ids = tok(text, return_tensors="pt", add_special_tokens=False).input_ids
+        if self.max_prompt_tokens is not None and ids.shape[1] > self.max_prompt_tokens:
+            raise JudgeTransportError("prompt_too_long", f"{ids.shape[1]} > {self.max_prompt_tokens} tokens")
+        return ids
+
+    def complete(self, request: ChatRequest) -> ChatReply:
+        import torch
+
+        with self._lock:
+            try:
+                ids = self._prompt_ids(request.messages).to(self.model.device)
+                sample = request.temperature > 0
+                gen: dict[str, Any] = {"max_new_tokens": request.max_tokens, "do_sample": sample}
+                if sample:
+                    gen["temperature"] = request.temperature
+                    if request.top_p is not None:
+                        gen["top_p"] = request.top_p
+                pad = self.tokenizer.pad_token_id
+                if pad is None:
+                    pad = self.tokenizer.eos_token_id
+                gen["pad_token_id"] = pad
+                seed = (request.seed or 0) * 1000003 + request.sample
+                # fork the RNG: judging must not perturb the trainer's sampling stream
+                with torch.random.fork_rng(devices=[]), torch.no_grad():
+                    torch.manual_seed(seed)
+                    out = self.model.generate(ids, attention_mask=torch.ones_like(ids), **gen)
+            except JudgeTransportError:
+                raise
+            except Exception as exc:
+                raise JudgeTransportError("local_generate", f"{type(exc).__name__}: {str(exc)[:200]}") from None
+        new = out[0, ids.shape[1] :]
+        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        eos = self.tokenizer.eos_token_id
+        finished = eos is not None and int(new.numel()) > 0 and int(new[-1]) == eos
+        return ChatReply(
+            text=text,
+            prompt_tokens=int(ids.shape[1]),
+            completion_tokens=int(new.numel()),
+            finish_reason="stop" if finished or new.numel() < request.max_tokens else "length",
+        )

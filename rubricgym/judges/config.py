@@ -1,0 +1,80 @@
+"""Judge configuration: one pydantic-settings object, read from arguments or the environment.
+
+Environment: ``RUBRICGYM_JUDGE_BASE_URL``, ``RUBRICGYM_JUDGE_MODEL``, any other field as
+``RUBRICGYM_JUDGE_<FIELD>``, and the key from ``OPENAI_API_KEY`` (or
+``RUBRICGYM_JUDGE_API_KEY``). The key is a ``SecretStr``: it never appears in ``repr``,
+dumps, cache keys, ledgers or run directories (``public_dump`` leaves it out).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ResponseFormat(str, Enum):
+    """How a structured answer is requested from an OpenAI-compatible server.
+
+    - ``json_schema``: OpenAI / vLLM structured outputs (``{"type": "json_schema", ...}``).
+    - ``json_object_schema``: llama.cpp / llama-cpp-python: ``{"type": "json_object",
+      "schema": ...}`` is grammar-constrained there (``json_schema`` gives HTTP 500).
+    - ``json_object``: plain JSON mode; the schema is only in the prompt.
+    - ``none``: no response_format at all; the schema is only in the prompt.
+    """
+
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT_SCHEMA = "json_object_schema"
+    JSON_OBJECT = "json_object"
+    NONE = "none"
+
+
+class JudgeSettings(BaseSettings):
+    """Everything that decides how judge calls are made (not what they ask)."""
+
+    model_config = SettingsConfigDict(env_prefix="RUBRICGYM_JUDGE_", extra="ignore", populate_by_name=True)
+
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    model: str = Field("gpt-4o-mini", description="model name sent to the server")
+    api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("OPENAI_API_KEY", "RUBRICGYM_JUDGE_API_KEY"),
+        description="bearer key; read from OPENAI_API_KEY when not given",
+    )
+    response_format: ResponseFormat = ResponseFormat.JSON_SCHEMA
+    strict_schema: bool = Field(False, description="send strict=true with json_schema (OpenAI strict mode)")
+    temperature: float = 0.0
+    top_p: float | None = None
+    seed: int | None = Field(0, description="sent when not None; servers that support it become repeatable")
+    max_tokens_propose: int = 400
+    max_tokens_extend: int = 400
+    max_tokens_merge: int = 700
+    max_tokens_score: int = Field(1200, description="enough for ~12 criteria with reasons")
+    timeout_s: float = Field(60.0, gt=0, description="per HTTP call")
+    max_transport_retries: int = Field(3, ge=0, description="retries on connection errors, timeouts, 429, 5xx")
+    backoff_initial_s: float = Field(0.5, ge=0)
+    backoff_max_s: float = Field(8.0, ge=0)
+    max_repairs: int = Field(2, ge=0, description="re-asks after an unparsable / invalid answer")
+    concurrency: int = Field(4, ge=1, description="judge calls in flight at once")
+    cache_dir: str | None = Field(None, description="persistent response cache (sqlite); None: no cache")
+    price_prompt_per_mtok: float = Field(0.0, ge=0, description="USD per 1M prompt tokens, for the ledger")
+    price_completion_per_mtok: float = Field(0.0, ge=0, description="USD per 1M completion tokens")
+    self_judge_repeats: int = Field(3, ge=1, description="k: self-judge scoring repeats; pass needs all k")
+    ask_reasons: bool = Field(True, description="ask a one-line reason per verdict (better verdicts, more tokens)")
+    include_static_in_dynamic: bool = Field(False, description="dynamic variants also merge the static rubric in")
+    max_criteria: int = Field(12, ge=1, description="cap on the merged criteria set")
+    max_new_criteria: int = Field(5, ge=1, description="cap per propose / extend call")
+    max_citations: int = Field(8, ge=1, description="cap on cited steps per verdict")
+    max_observation_chars: int = Field(1500, ge=100, description="observation text per step shown to the judge")
+    max_response_chars: int = Field(1500, ge=100, description="agent response text per step shown to the judge")
+
+    def public_dump(self) -> dict[str, Any]:
+        """Settings safe to write to logs, ledgers and run directories (no key)."""
+        data = self.model_dump(mode="json", exclude={"api_key"})
+        data["api_key_set"] = self.api_key is not None and bool(self.api_key.get_secret_value())
+        return data
+
+    def max_tokens(self, phase: str) -> int:
+        return int(getattr(self, f"max_tokens_{phase}"))

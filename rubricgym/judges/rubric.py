@@ -1,0 +1,83 @@
+"""Rubrics: a named list of criteria, static (a YAML file) or built per group by the judge."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_ID = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,63}")
+
+
+class Criterion(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    text: str = Field(min_length=3, max_length=1000)
+    source: Literal["static", "proposed", "extended", "merged"] = "static"
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not _ID.fullmatch(value):
+            raise ValueError(f"criterion id {value!r} must match {_ID.pattern}")
+        return value
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return " ".join(value.split())
+
+
+class Rubric(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    criteria: list[Criterion] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Rubric:
+        ids = [c.id for c in self.criteria]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"rubric {self.name!r}: duplicate criterion ids {dupes}")
+        return self
+
+
+PACKAGED_RUBRICS = {"appworld": "appworld.yaml", "alfworld": "alfworld.yaml"}
+
+
+def packaged_rubric_path(name: str) -> Path:
+    return Path(str(resources.files("rubricgym.judges").joinpath("rubrics", PACKAGED_RUBRICS[name])))
+
+
+def load_rubric(path_or_name: str | Path) -> Rubric:
+    """A rubric from a YAML/JSON file, or a packaged one by name ("appworld", "alfworld")."""
+    key = str(path_or_name)
+    if key.lower() in PACKAGED_RUBRICS:
+        path = packaged_rubric_path(key.lower())
+    else:
+        path = Path(key)
+        if not path.is_file():
+            raise FileNotFoundError(f"no rubric file {key!r} (packaged: {sorted(PACKAGED_RUBRICS)})")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a rubric file holds a mapping with name and criteria")
+    try:
+        return Rubric.model_validate(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: invalid rubric: {exc}") from exc
+
+
+def default_rubric_for(benchmark: str) -> Rubric:
+    """The packaged static rubric of a benchmark; AppWorld's general one otherwise."""
+    name = benchmark.lower()
+    return load_rubric(name if name in PACKAGED_RUBRICS else "appworld")

@@ -1,0 +1,141 @@
+"""Structured judge calls: cache -> backend -> parse -> validate -> bounded repair.
+
+A call either yields a validated pydantic object or ``None`` with the reason; callers turn
+``None`` into UNANSWERED verdicts. Nothing here guesses a missing answer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from rubricgym.judges.cache import ResponseCache, request_key
+from rubricgym.judges.client import ChatBackend, ChatReply, ChatRequest, JudgeTransportError
+from rubricgym.judges.ledger import Ledger
+
+log = logging.getLogger(__name__)
+
+REPAIR_MESSAGE = (
+    "Your previous reply could not be used: {error}\n"
+    "Reply again with ONLY one JSON object that matches the required format. No prose, no code fences."
+)
+_MAX_ECHO = 2000
+
+
+@dataclass
+class CallResult:
+    value: BaseModel | None
+    error: str | None = None
+    attempts: int = 0
+    cache_hits: int = 0
+
+
+def extract_json_object(text: str) -> Any:
+    """The first complete JSON object in ``text`` (tolerates code fences and chatter)."""
+    text = text.strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            obj, _ = decoder.raw_decode(text, start)
+            return obj
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+    raise ValueError("no JSON object found in the reply")
+
+
+def cache_payload(backend: ChatBackend, request: ChatRequest) -> dict[str, Any]:
+    return {"v": 1, "backend": backend.identity(), "request": request.model_dump(mode="json")}
+
+
+class StructuredCaller:
+    def __init__(self, backend: ChatBackend, ledger: Ledger, cache: ResponseCache | None = None, max_repairs: int = 2):
+        self.backend = backend
+        self.ledger = ledger
+        self.cache = cache
+        self.max_repairs = max_repairs
+
+    def _reply(self, request: ChatRequest, step: int | None) -> tuple[ChatReply, bool]:
+        key = request_key(cache_payload(self.backend, request)) if self.cache is not None else None
+        if key is not None:
+            stored = self.cache.get(key)
+            if stored is not None:
+                try:
+                    reply = ChatReply.model_validate(stored)
+                except ValidationError:
+                    reply = None
+                if reply is not None:
+                    self.ledger.add(
+                        request.phase,
+                        step,
+                        cache_hits=1,
+                        cached_prompt_tokens=reply.prompt_tokens,
+                        cached_completion_tokens=reply.completion_tokens,
+                    )
+                    return reply, True
+        reply = self.backend.complete(request)
+        self.ledger.add(
+            request.phase,
+            step,
+            calls=1,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+        )
+        if key is not None:
+            self.cache.put(key, reply.model_dump(mode="json"))
+        return reply, False
+
+    def call(self, request: ChatRequest, model: type[BaseModel], step: int | None = None) -> CallResult:
+        result = CallResult(value=None)
+        current = request
+        for attempt in range(self.max_repairs + 1):
+            result.attempts = attempt + 1
+            try:
+                reply, hit = self._reply(current, step)
+            except JudgeTransportError as exc:
+                self.ledger.add(request.phase, step, transport_failures=1, unanswered_calls=1)
+                result.error = str(exc)
+                return result
+            result.cache_hits += int(hit)
+            try:
+                result.value = model.model_validate(extract_json_object(reply.text))
+                result.error = None
+                return result
+            except (ValueError, ValidationError) as exc:
+                error = _short_error(exc, reply)
+                result.error = f"invalid answer: {error}"
+                self.ledger.add(request.phase, step, invalid_answers=1)
+                log.debug("judge %s answer invalid (attempt %d): %s", request.phase, attempt + 1, error)
+            if attempt < self.max_repairs:
+                self.ledger.add(request.phase, step, repairs=1)
+                current = request.model_copy(
+                    update={
+                        "messages": [
+                            *request.messages,
+                            {"role": "assistant", "content": reply.text[:_MAX_ECHO]},
+                            {"role": "user", "content": REPAIR_MESSAGE.format(error=error)},
+                        ],
+                        "seed": None if request.seed is None else request.seed + attempt + 1,
+                    }
+                )
+        self.ledger.add(request.phase, step, unanswered_calls=1)
+        return result
+
+
+def _short_error(exc: Exception, reply: ChatReply) -> str:
+    if isinstance(exc, ValidationError):
+        parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]]
+        text = "; ".join(parts)
+    else:
+        text = str(exc)
+    if reply.finish_reason == "length":
+        text += " (the reply was cut off at the token limit; be shorter)"
+    return text[:400]

