@@ -1,10 +1,13 @@
 """Compiled operators: CEL programs judged over one step's facts, binding and prior coverage.
 
-Speed: converting Python values to CEL costs a few microseconds per value, while running a
-compiled program on an already-converted ``cel.Context`` costs under one. So each episode
-gets one ``cel.Context``; per step only the fact fields some operator reads are converted,
-once, and every program runs on that context. The binding is set once per episode and the
-coverage map only when it changes.
+Speed: converting Python values to CEL costs microseconds per value (several times more
+inside a nested map than as top-level variables), while running a compiled program on an
+already-converted ``cel.Context`` costs under one. So each episode gets one ``cel.Context``;
+per step only the fact fields some operator reads, and only those whose value changed since
+the previous step, are converted, once, as flat variables
+(``facts.x`` is compiled as ``facts__x``: a rewrite outside string literals, after the
+original condition was validated), and every program runs on that context. The binding is
+set once per episode and the coverage map only when it changes.
 
 Safety: conditions are CEL (non-Turing-complete, no I/O). CEL's ``matches`` uses Rust's
 ``regex`` crate, which guarantees linear-time matching and rejects backreferences and
@@ -68,7 +71,36 @@ def find_references(condition: str, program: cel.Program) -> References:
     )
 
 
+FLAT_PREFIX = "facts__"
+_HAS_FACT = re.compile(r"(?<![\w.])has\(\s*facts\s*\.\s*([A-Za-z_]\w*)\s*\)")
+
+
+def flatten_fact_access(condition: str) -> str:
+    """``facts.x`` / ``facts["x"]`` -> ``facts__x`` outside string literals.
+
+    ``has(facts.x)`` becomes ``true``: every fact a condition reads is always present
+    (facts have defaults; absent dict keys are passed as null)."""
+    out, pos = [], 0
+    for m in _STRING.finditer(condition):
+        out.append(_flatten_code(condition[pos:m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_flatten_code(condition[pos:]))
+    return "".join(out)
+
+
+def _flatten_code(code: str) -> str:
+    code = _HAS_FACT.sub("true", code)
+    code = _BRACKET_FIELD.sub(lambda m: f"{m.group(1)}.{m.group(3)}", code)
+    return _DOT_FIELD.sub(lambda m: f"{FLAT_PREFIX}{m.group(2)}" if m.group(1) == "facts" else m.group(0), code)
+
+
+_SCALAR_TYPES = frozenset({str, bool, int, float, type(None), list})
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _SCALAR_TYPES:  # the common case, checked first for speed
+        return value
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, tuple | set | frozenset):
@@ -93,9 +125,11 @@ class CompiledLibrary:
         self.ids: list[str] = library.ids
         self.categories: list[str] = library.categories
         self.coverable = coverable_mask(self.categories)
-        self.programs = list(programs)
+        self.source_programs = list(programs)  # the conditions as written (validated)
+        self.programs = [cel.compile(flatten_fact_access(op.condition)) for op in self.operators]
         self.references = list(refs)
         self.fact_fields: tuple[str, ...] = tuple(sorted(set().union(*(r.facts for r in refs))))
+        self.fact_variables: tuple[str, ...] = tuple(FLAT_PREFIX + f for f in self.fact_fields)
         self.binding_fields: tuple[str, ...] = tuple(sorted(set().union(*(r.binding for r in refs))))
         self.uses_coverage = any(r.coverage for r in refs)
 
@@ -146,12 +180,13 @@ class EpisodeJudge:
         bind = as_mapping(binding)
         self._context.add_variable("binding", {k: _plain(bind.get(k)) for k in compiled.binding_fields})
         self._covered_key: tuple[str, ...] | None = None
+        self._last_values: list[Any] = [object()] * len(compiled.fact_fields)  # forces the first update
         self._set_coverage(np.zeros(compiled.num_operators))
 
     def _set_coverage(self, prior: np.ndarray) -> None:
         if not self.compiled.uses_coverage:
             return
-        covered = tuple(i for i, c, ok in zip(self.compiled.ids, prior, self.compiled.coverable, strict=True) if ok and c > 0)
+        covered = tuple(self.compiled.ids[k] for k in np.flatnonzero(np.asarray(prior) * self.compiled.coverable))
         if covered != self._covered_key:
             cov_ids = (i for i, ok in zip(self.compiled.ids, self.compiled.coverable, strict=True) if ok)
             self._context.add_variable("coverage", {i: i in covered for i in cov_ids})
@@ -159,25 +194,31 @@ class EpisodeJudge:
 
     def judge(self, facts: Mapping[str, Any] | BaseModel, prior_coverage: np.ndarray) -> np.ndarray:
         """``O[t, :]`` (int8) for one step given the coverage before it; never raises on data."""
-        fields = self.compiled.fact_fields
+        fields, names = self.compiled.fact_fields, self.compiled.fact_variables
         if isinstance(facts, BaseModel):
-            projected = {f: _plain(getattr(facts, f, None)) for f in fields}
+            values = [_plain(getattr(facts, f, None)) for f in fields]
         else:
-            projected = {f: _plain(facts.get(f)) for f in fields}
-        self._context.add_variable("facts", projected)
+            values = [_plain(facts.get(f)) for f in fields]
+        # only re-convert what changed since the previous step (most facts repeat: "", false, [])
+        last = self._last_values
+        changed = {names[k]: v for k, v in enumerate(values) if type(v) is not type(last[k]) or v != last[k]}
+        if changed:
+            self._context.update(changed)
+            self._last_values = values
         self._set_coverage(np.asarray(prior_coverage))
-        out = np.zeros(self.compiled.num_operators, dtype=np.int8)
+        out = []
+        context = self._context
         for j, program in enumerate(self.compiled.programs):
             try:
-                result = program.execute(self._context)
+                result = program.execute(context)
             except Exception as exc:  # CEL data errors: missing key, bad types, bad regex
                 self._record(j, f"{type(exc).__name__}: {exc}")
-                continue
-            if result is True:
-                out[j] = 1
-            elif result is not False:
+                result = False
+            if result is not True and result is not False:
                 self._record(j, f"non-Boolean result {result!r}")
-        return out
+                result = False
+            out.append(result)
+        return np.array(out, dtype=np.int8)
 
     def _record(self, j: int, message: str) -> None:
         op = self.compiled.ids[j]
