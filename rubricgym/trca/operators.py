@@ -80,18 +80,29 @@ def flatten_fact_access(condition: str) -> str:
 
     ``has(facts.x)`` becomes ``true``: every fact a condition reads is always present
     (facts have defaults; absent dict keys are passed as null)."""
+    condition = _outside_strings(condition, lambda code: _BRACKET_FIELD.sub(lambda m: f"{m.group(1)}.{m.group(3)}", code),
+                                 keep_brackets=True)
+    return _outside_strings(condition, _flatten_code)
+
+
+def _outside_strings(text: str, rewrite: Any, keep_brackets: bool = False) -> str:
+    """Apply ``rewrite`` to the code between string literals. With ``keep_brackets`` a
+    ``root["field"]`` access is handed to ``rewrite`` whole (its quotes are not a literal)."""
     out, pos = [], 0
-    for m in _STRING.finditer(condition):
-        out.append(_flatten_code(condition[pos:m.start()]))
-        out.append(m.group(0))
-        pos = m.end()
-    out.append(_flatten_code(condition[pos:]))
+    spans = [m.span() for m in _STRING.finditer(text)]
+    if keep_brackets:
+        brackets = [m.span() for m in _BRACKET_FIELD.finditer(text)]
+        spans = [(a, b) for a, b in spans if not any(x <= a and b <= y for x, y in brackets)]
+    for start, end in spans:
+        out.append(rewrite(text[pos:start]))
+        out.append(text[start:end])
+        pos = end
+    out.append(rewrite(text[pos:]))
     return "".join(out)
 
 
 def _flatten_code(code: str) -> str:
     code = _HAS_FACT.sub("true", code)
-    code = _BRACKET_FIELD.sub(lambda m: f"{m.group(1)}.{m.group(3)}", code)
     return _DOT_FIELD.sub(lambda m: f"{FLAT_PREFIX}{m.group(2)}" if m.group(1) == "facts" else m.group(0), code)
 
 

@@ -260,3 +260,24 @@ def test_library_path_lookup():
     assert library_path("alfworld") == library_path("ALFWorld") == library_path("alfworld.yaml") == ALFWORLD
     with pytest.raises(LookupError, match="no operator library ships for 'WebShop'"):
         library_path("WebShop")
+
+
+@given(facts_st, binding_st, st.lists(st.sampled_from(["placed_target", "transformed_target"]), max_size=2))
+def test_compiled_form_agrees_with_the_condition_as_written(facts, binding, covered):
+    """The judge runs conditions with flat fact variables; the result equals CEL on the nested form."""
+    import cel
+
+    compiled = load_library(ALFWORLD, ALFWorldFacts, ALFWorldBinding)
+    got = compiled.judge_once(facts, binding, covered)
+    ctx = {"facts": facts.model_dump(mode="json"), "binding": binding.model_dump(mode="json"),
+           "coverage": {o.id: o.id in covered for o in compiled.operators if o.category != "invalidity"}}
+    want = [int(cel.compile(o.condition).execute(ctx)) for o in compiled.operators]
+    assert got.tolist() == want
+
+
+def test_flattening_leaves_string_literals_alone():
+    from rubricgym.trca.operators import flatten_fact_access
+
+    assert flatten_fact_access('''"facts['q']" == facts['r'] && has(facts.x) && binding["t"]''') == \
+        '''"facts['q']" == facts__r && true && binding.t'''
+    assert flatten_fact_access("facts.l.exists(o, o == 'facts.z')") == "facts__l.exists(o, o == 'facts.z')"
