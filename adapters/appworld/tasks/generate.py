@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import sys
 import time
 
@@ -119,31 +120,38 @@ def main(argv: list[str] | None = None) -> int:
                           for api, doc in docs[app].items()}
     doc_rows = [(app, api, doc) for app in apps for api, doc in docs[app].items()]
 
-    first_ids = None
-    truths: dict[str, dict] = {}
-    for index, spec in enumerate(catalog):
-        memory = f":memory:rubricgym-{index}"
-        freezer = set_local_date_and_time(DateTime(*BUILD_DATETIME))
-        mc = ModelCollection.load(to_db_home_path=memory, from_db_home_path=memory, load_apps=get_all_apps(),
-                                  create_db=True)
-        mc.api_docs.ApiDoc.save_all([
-            mc.api_docs.ApiDoc.create(app_name_=a, api_name=n, path=d["path"], method=d["method"],
-                                      description=d["description"], parameters=d["parameters"],
-                                      response_schemas=d["response_schemas"]) for a, n, d in doc_rows])
-        ids = W.build_world(mc, spec["instruction"], DateTime)
-        if first_ids is None:
-            first_ids, truths = ids, GT.ground_truth(ids)
-            missing = {t["id"] for t in catalog} ^ set(truths)
-            if missing:
-                raise ValueError(f"catalog.yaml and ground_truth.py disagree on tasks: {sorted(missing)}")
-        elif ids != first_ids:
-            raise RuntimeError("the world builder is not deterministic")
-        unset_local_date_and_time(freezer)
-        task = Task(id=spec["id"], instruction=spec["instruction"], supervisor=MainUserMunch(**W.SUPERVISOR),
-                    datetime=DateTime(*TASK_DATETIME), allowed_apps=apps, db_version=DB_VERSION, model_collection=mc)
-        task.save(delete_if_exists=True, save_ground_truth=False, model_collection_format="full")
+    # The world is built once (in memory, then saved for the first task); every other task
+    # gets a copy of those databases with its own instruction in supervisor.tasks.
+    freezer = set_local_date_and_time(DateTime(*BUILD_DATETIME))
+    mc = ModelCollection.load(to_db_home_path=":memory:rubricgym", from_db_home_path=":memory:rubricgym",
+                              load_apps=get_all_apps(), create_db=True)
+    mc.api_docs.ApiDoc.save_all([
+        mc.api_docs.ApiDoc.create(app_name_=a, api_name=n, path=d["path"], method=d["method"],
+                                  description=d["description"], parameters=d["parameters"],
+                                  response_schemas=d["response_schemas"]) for a, n, d in doc_rows])
+    first = catalog[0]
+    truths = GT.ground_truth(W.build_world(mc, first["instruction"], DateTime))
+    mismatch = {t["id"] for t in catalog} ^ set(truths)
+    if mismatch:
+        raise ValueError(f"catalog.yaml and ground_truth.py disagree on tasks: {sorted(mismatch)}")
+    unset_local_date_and_time(freezer)
+    task = Task(id=first["id"], instruction=first["instruction"], supervisor=MainUserMunch(**W.SUPERVISOR),
+                datetime=DateTime(*TASK_DATETIME), allowed_apps=apps, db_version=DB_VERSION, model_collection=mc)
+    task.save(delete_if_exists=True, save_ground_truth=False, model_collection_format="full")
+    mc.close()
+    first_dir = os.path.join(root, "data", "tasks", first["id"])
+    with open(os.path.join(first_dir, "specs.json"), encoding="utf-8") as fh:
+        first_specs = json.load(fh)
+    for spec in catalog:
+        task_dir = os.path.join(root, "data", "tasks", spec["id"])
+        if spec is not first:
+            shutil.copytree(os.path.join(first_dir, "dbs"), os.path.join(task_dir, "dbs"))
+            with sqlite3.connect(os.path.join(task_dir, "dbs", "supervisor.db")) as db:
+                if db.execute("UPDATE tasks SET instruction = ?", (spec["instruction"],)).rowcount != 1:
+                    raise RuntimeError("expected exactly one supervisor task row")
+            with open(os.path.join(task_dir, "specs.json"), "w", encoding="utf-8") as fh:
+                json.dump(first_specs | {"instruction": spec["instruction"]}, fh, indent=4)
         write_ground_truth(root, spec, truths[spec["id"]], CANARY_STRING)
-        mc.close()
 
     os.makedirs(os.path.join(root, "data", "datasets"), exist_ok=True)
     write_file("\n".join(t["id"] for t in catalog) + "\n", os.path.join(root, "data", "datasets", DATASET + ".txt"))

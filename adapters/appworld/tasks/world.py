@@ -2,7 +2,7 @@
 
 One small cast of people with accounts on six apps; sizes are chosen so that listing
 endpoints need pagination (AppWorld's default page size is 5). Returns the row ids the
-ground truth needs; building twice must give the same ids (the generator checks it).
+ground truth needs. Built once per generation; every task starts from a copy.
 """
 
 from __future__ import annotations
