@@ -77,7 +77,7 @@ def _pydantic_problems(exc: ValidationError, data: dict[str, Any]) -> list[Libra
     return out
 
 
-def _check_references(op_id: str, category: str, refs: References, reads: list[str], needs: list[str],
+def _check_references(op_id: str, refs: References, reads: list[str], needs: list[str],
                       fact_names: set[str], binding_names: set[str], coverable_ids: set[str]) -> list[LibraryProblem]:
     p: list[LibraryProblem] = []
     for name in sorted(refs.facts - fact_names):
@@ -160,7 +160,7 @@ def check_library(
             problems.append(LibraryProblem(operator=op.id, kind="syntax", message=f"condition does not compile: {exc}"))
             continue
         ref = find_references(op.condition, program)
-        problems += _check_references(op.id, op.category, ref, op.reads, op.needs, fact_names, binding_names, coverable_ids)
+        problems += _check_references(op.id, ref, op.reads, op.needs, fact_names, binding_names, coverable_ids)
         if not any(ex.expected for ex in op.examples):
             problems.append(LibraryProblem(operator=op.id, kind="missing_example", message="needs at least one positive example (expected: true)"))
         if all(ex.expected for ex in op.examples):
