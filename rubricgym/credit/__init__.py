@@ -1,5 +1,75 @@
 """Credit assignment: pure functions over arrays (no I/O, models or envs).
 
 Every formula of DESIGN.md §4 (TRCA) lives in ``rubricgym.credit.trca``; §5 (DRACO step
-credit) in ``rubricgym.credit.draco``; plain GRPO in ``rubricgym.credit.grpo``.
+credit) in ``rubricgym.credit.draco``; plain GRPO and the one standardization rule shared by
+every estimator in ``rubricgym.credit.grpo``. Other trainers can call these directly.
 """
+
+from rubricgym.credit import draco, grpo, trca
+from rubricgym.credit.draco import *  # noqa: F403
+from rubricgym.credit.grpo import DEFAULT_EPS, grpo_advantages, grpo_step_advantages, standardize
+from rubricgym.credit.trca import (
+    CATEGORIES,
+    COVERABLE_CATEGORIES,
+    DEFAULT_GAMMA,
+    DEFAULT_LAMBDA,
+    ESTIMATORS,
+    EVIDENCE,
+    EXECUTION,
+    INVALIDITY,
+    RolloutSignals,
+    StepRewards,
+    breakthrough_reward,
+    completion_aware_returns,
+    context_groups,
+    coverable_mask,
+    coverage,
+    discounted_returns,
+    episode_advantages,
+    foundational_reward,
+    item_weights,
+    mix,
+    potential,
+    signals_from_trajectory,
+    step_advantages,
+    trca_advantages,
+    trca_group_advantages,
+    trca_rewards,
+)
+
+__all__ = [
+    "trca",
+    "draco",
+    "grpo",
+    *draco.__all__,
+    "DEFAULT_EPS",
+    "grpo_advantages",
+    "grpo_step_advantages",
+    "standardize",
+    "CATEGORIES",
+    "COVERABLE_CATEGORIES",
+    "DEFAULT_GAMMA",
+    "DEFAULT_LAMBDA",
+    "ESTIMATORS",
+    "EVIDENCE",
+    "EXECUTION",
+    "INVALIDITY",
+    "RolloutSignals",
+    "StepRewards",
+    "breakthrough_reward",
+    "completion_aware_returns",
+    "context_groups",
+    "coverable_mask",
+    "coverage",
+    "discounted_returns",
+    "episode_advantages",
+    "foundational_reward",
+    "item_weights",
+    "mix",
+    "potential",
+    "signals_from_trajectory",
+    "step_advantages",
+    "trca_advantages",
+    "trca_group_advantages",
+    "trca_rewards",
+]
