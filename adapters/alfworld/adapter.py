@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +20,7 @@ from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineStep
 from rubricgym.adapters.alfworld.binder import bind_task
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
 from rubricgym.adapters.alfworld.games import collect_games, resolve_split_dir
-from rubricgym.adapters.alfworld.observe import ObservedWorld, StepEvents, parse_command
+from rubricgym.adapters.alfworld.observe import NOTHING, ObservedWorld, StepEvents, parse_command
 from rubricgym.contract import Outcome, ParsedAction
 
 
@@ -49,6 +50,14 @@ class ALFWorldAdapter(Adapter):
     ``data_path`` (or ``$ALFWORLD_DATA`` holding ``json_2.1.1/``) selects official-format
     data; otherwise the bundled generated games are used. ``domain_randomization`` shuffles
     entity numbering per reset (alfworld's training option), seeded by the reset seed.
+    Loading a game parses the PDDL domain and grammar (seconds), so up to ``engine_cache``
+    loaded games are kept and re-used across resets.
+
+    ``fast_invalid``: TextWorld's PDDL engine executes a command only when it is exactly one
+    of its valid commands and otherwise answers "Nothing happens." without changing state
+    (``textworld/envs/pddl/pddl.py``, ``step``); re-deriving every valid command for that
+    answer costs a full engine step, so such commands are answered here. The test suite
+    checks this against the engine itself (``fast_invalid=False``).
     """
 
     benchmark: ClassVar[str] = "ALFWorld"
@@ -56,21 +65,24 @@ class ALFWorldAdapter(Adapter):
     binding_model: ClassVar[type[ALFWorldBinding]] = ALFWorldBinding
 
     def __init__(self, split: str = "train", data_path: str | os.PathLike[str] | None = None,
-                 domain_randomization: bool = False):
+                 domain_randomization: bool = False, engine_cache: int = 32, fast_invalid: bool = True):
         self.split = split
         self.split_dir, self.source = resolve_split_dir(split, data_path)
         self._games = collect_games(self.split_dir)
         if not self._games:
             raise FileNotFoundError(f"no solvable ALFWorld games in {self.split_dir}")
         self.domain_randomization = domain_randomization
+        self.fast_invalid = fast_invalid
+        self.engine_cache = max(1, engine_cache)
+        self._engines: OrderedDict[Path, Any] = OrderedDict()
         self._env: Any = None
-        self._loaded: Path | None = None
         self._task_id: str | None = None
         self._seed: int | None = None
         self._binding = ALFWorldBinding()
         self._world = ObservedWorld()
         self._commands: list[str] = []  # accepted commands this episode, for expert_plan replay
         self._admissible: list[str] = []
+        self._admissible_set: frozenset[str] = frozenset()
         self._won = False
         self._plans: dict[str, list[str]] = {}
 
@@ -89,13 +101,10 @@ class ALFWorldAdapter(Adapter):
         derived = zlib.crc32(f"{task_id}:{seed}".encode())
         try:
             with _seeded_random(derived):
-                if self._env is None or self._loaded != game_file or self.domain_randomization:
-                    self.close()
-                    self._env = _start(game_file, shuffle=self.domain_randomization)
-                    self._loaded = game_file
+                self._env = self._engine(game_file)
                 state = self._env.reset()
         except Exception as exc:
-            self.close()
+            self._drop(game_file)
             raise EngineFailure(f"could not load {task_id}: {type(exc).__name__}: {exc}") from exc
         self._task_id, self._seed = task_id, seed
         intro = state.feedback
@@ -104,6 +113,7 @@ class ALFWorldAdapter(Adapter):
         self._world.start(intro)
         self._commands = []
         self._admissible = list(state.admissible_commands or [])
+        self._admissible_set = frozenset(self._admissible)
         self._won = bool(state.won)
         instruction = intro.rsplit("Your task is to:", 1)[-1].strip() if "Your task is to:" in intro else intro
         return EngineReset(
@@ -126,19 +136,23 @@ class ALFWorldAdapter(Adapter):
         prev_location = world.location
         prev_types = set(world.seen_types)
         visited_before = set(world.visited)
-        try:
-            state, _, _ = self._env.step(command_text)
-        except Exception as exc:  # the engine itself broke
-            raise EngineFailure(f"{type(exc).__name__}: {exc}") from exc
-        feedback = state.feedback or ""
+        if self.fast_invalid and command_text.strip() not in self._admissible_set:
+            feedback = NOTHING  # exactly the engine's answer; its state does not change
+        else:
+            try:
+                state, _, _ = self._env.step(command_text)
+            except Exception as exc:  # the engine itself broke
+                raise EngineFailure(f"{type(exc).__name__}: {exc}") from exc
+            feedback = state.feedback or ""
+            self._admissible = list(state.admissible_commands or [])
+            self._admissible_set = frozenset(self._admissible)
+            self._won = bool(state.won)
         ev: StepEvents = world.observe(command, feedback)
         first_visit = bool(ev.arrived) and ev.arrived not in visited_before
         if ev.arrived:
             world.visited.add(ev.arrived)
         if not ev.nothing_happens:
             self._commands.append(command_text.strip())
-        self._admissible = list(state.admissible_commands or [])
-        self._won = bool(state.won)
         new_types = sorted(world.seen_types - prev_types)
         facts = world.facts(command, ev, prev_location, first_visit, len(self._admissible), new_types)
         return EngineStep(
@@ -165,12 +179,35 @@ class ALFWorldAdapter(Adapter):
         return self._world.signature()
 
     def close(self) -> None:
-        if self._env is not None:
+        while self._engines:
+            _, env = self._engines.popitem()
             try:
-                self._env.close()
-            finally:
-                self._env = None
-                self._loaded = None
+                env.close()
+            except Exception:  # closing a broken engine must not mask the real error
+                pass
+        self._env = None
+
+    def _engine(self, game_file: Path) -> Any:
+        """A loaded engine for ``game_file`` (fresh when names are shuffled per reset)."""
+        if self.domain_randomization:
+            self._drop(game_file)
+        env = self._engines.pop(game_file, None)
+        if env is None:
+            env = _start(game_file, shuffle=self.domain_randomization)
+        self._engines[game_file] = env
+        while len(self._engines) > self.engine_cache:
+            _, old = self._engines.popitem(last=False)
+            old.close()
+        return env
+
+    def _drop(self, game_file: Path) -> None:
+        env = self._engines.pop(game_file, None)
+        if env is not None:
+            try:
+                env.close()
+            except Exception:
+                pass
+        self._env = None
 
     # -- extras -------------------------------------------------------------------------
     def expert_plan(self, from_current_state: bool = False) -> list[str]:
