@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineStep
+from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineState, EngineStep
 from rubricgym.adapters.alfworld.binder import bind_task
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
 from rubricgym.adapters.alfworld.games import collect_games, resolve_split_dir
@@ -123,7 +123,7 @@ class ALFWorldAdapter(Adapter):
             admissible_actions=list(self._admissible),
             entities=self._world.entities(),
             context_key=self._world.context_key(),
-            benchmark_facts={"location": "", "num_admissible": len(self._admissible), "stage": self._world.stage()},
+            benchmark_facts=self._world.state_facts(len(self._admissible)),
             info={"game_file": str(game_file), "source": self.source},
         )
 
@@ -167,6 +167,11 @@ class ALFWorldAdapter(Adapter):
             accepted=not ev.nothing_happens,
             error_text=feedback.strip() if ev.nothing_happens else "",
         )
+
+    def invalid_step(self, action: ParsedAction, state: EngineState) -> EngineStep:
+        """An unparseable response: the engine is not called; no event facts, state kept."""
+        step = super().invalid_step(action, state)
+        return step.model_copy(update={"benchmark_facts": self._world.state_facts(len(self._admissible))})
 
     def binding(self) -> ALFWorldBinding:
         return self._binding

@@ -278,6 +278,17 @@ class ObservedWorld:
         return (f"{task}|stage={self.stage()}|loc={entity_type(self.location) or 'start'}|inv={inv}"
                 f"|lamp={'on' if self.lamp_on_here() else 'off'}")
 
+    def state_facts(self, num_admissible: int) -> dict[str, Any]:
+        """Facts of a step in which nothing happened: the standing state, no events."""
+        return {
+            "location": self.location,
+            "inventory": list(self.inventory),
+            "held_states": sorted({s for o in self.inventory for s in self.object_states.get(o, ())}),
+            "lamp_on_here": self.lamp_on_here(),
+            "stage": self.stage(),
+            "num_admissible": num_admissible,
+        }
+
     def facts(self, command: Command, ev: StepEvents, prev_location: str, first_visit: bool,
               num_admissible: int, new_types: list[str]) -> dict[str, Any]:
         """The benchmark half of ``ALFWorldFacts`` for one step."""
