@@ -74,7 +74,8 @@ class AppWorldAdapter(Adapter):
     """One AppWorld environment server per adapter, reused across episodes (one world at a time).
 
     ``step_timeout_s`` is AppWorld's own execution limit; the HTTP call gets
-    ``step_timeout_s + call_margin_s`` and a server that misses it is killed as hung.
+    ``step_timeout_s + call_margin_s`` and a server that misses it is killed as hung. World
+    initialization and evaluation get ``setup_timeout_s`` (a cold server loads its apps then).
     """
 
     benchmark = "AppWorld"
@@ -89,6 +90,7 @@ class AppWorldAdapter(Adapter):
         step_timeout_s: int = 20,
         call_margin_s: float = 10.0,
         server_start_timeout_s: float = 120.0,
+        setup_timeout_s: float = 120.0,
         stop_grace_s: float = 10.0,
         max_observation_chars: int = 20_000,
     ):
@@ -103,6 +105,7 @@ class AppWorldAdapter(Adapter):
             self.data_root = offline_data_root() if split == "default" else official_data_root(split)
         self.step_timeout_s = int(step_timeout_s)
         self.call_timeout_s = self.step_timeout_s + float(call_margin_s)
+        self.setup_timeout_s = float(setup_timeout_s)  # world init / evaluation: our code, not the agent's
         self.max_observation_chars = max_observation_chars
         self._task_meta, self._api_index, self._task_ids = self._load_tasks()
         self.server = AppWorldServer(self.data_root, start_timeout_s=server_start_timeout_s,
@@ -153,10 +156,11 @@ class AppWorldAdapter(Adapter):
             self._episode.failure = message
         return EngineFailure(message)
 
-    def _call(self, method: str, **payload: Any) -> Any:
+    def _call(self, method: str, timeout_s: float | None = None, **payload: Any) -> Any:
         assert self._client is not None and self._episode is not None
         try:
-            return self._client.call(method, task_id=self._episode.task_id, **payload)
+            return self._client.call(method, timeout_s=timeout_s or self.setup_timeout_s,
+                                     task_id=self._episode.task_id, **payload)
         except ServerCallError as exc:
             raise self._broken(exc) from exc
 
@@ -169,7 +173,7 @@ class AppWorldAdapter(Adapter):
         for _ in range(2):  # a server that broke since the last episode is restarted once
             client = self._ensure_server()
             try:
-                task = client.call("initialize", task_id=task_id, experiment_name=self.experiment_name,
+                task = client.call("initialize", timeout_s=self.setup_timeout_s, task_id=task_id, experiment_name=self.experiment_name,
                                    timeout_seconds=self.step_timeout_s, load_ground_truth=True)
                 break
             except ServerCallError as exc:
@@ -197,7 +201,7 @@ class AppWorldAdapter(Adapter):
             raise EngineFailure("AppWorld world is not open (the server failed earlier in this episode)")
         code = code_of(action.action or "")
         code_facts = analyze_code(code)
-        output = self._call("execute", code=code)
+        output = self._call("execute", timeout_s=self.call_timeout_s, code=code)
         if not isinstance(output, str):
             output = str(output)
         out = analyze_output(output)

@@ -1,0 +1,124 @@
+"""Engine failures and containment on a real AppWorld server: a killed or hung server gives a
+truncated, labelled transition and the next reset works; escaping code stays in AppWorld's
+process and within its limits."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import gymnasium as gym
+import pytest
+from appworld_helpers import TASKS, run_cells
+
+pytestmark = pytest.mark.slow
+STEP_TIMEOUT_S, MARGIN_S = 2, 4
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = gym.make("AppWorld-Rubric-v0", reward="none", step_timeout_s=STEP_TIMEOUT_S, call_margin_s=MARGIN_S)
+    yield env
+    env.close()
+
+
+def _solve(env, task_id: str):
+    task = next(t for t in TASKS if t["id"] == task_id)
+    _, _, (_, reward, terminated, _, info) = run_cells(env, task_id, task["good"])
+    assert terminated and reward == 1.0 and info["outcome"].success
+
+
+def _assert_failure_transition(result, what: str):
+    obs, reward, terminated, truncated, info = result
+    assert truncated and not terminated and reward == 0.0
+    assert info["environment_failure"] is True and "environment failure" in info["error"]
+    assert what in info["error"]
+    transition = info["transition"]
+    assert transition.truncated and transition.error and transition.error.startswith("environment failure")
+    assert not transition.facts.accepted and not transition.facts.rejected  # not the policy's fault
+    assert info["outcome"].success is None
+
+
+def _gone(pid: int, within_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split(")")[-1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_killed_server_mid_episode_is_labelled_and_reset_recovers(env):
+    adapter = env.unwrapped.adapter
+    task = next(t for t in TASKS if t["id"] == "venmopay_1")
+    env.reset(options={"task_id": task["id"]})
+    env.step(f"<action>{task['good'][0]}</action>")
+    pid = adapter.server.pid
+    os.kill(pid, signal.SIGKILL)
+    while adapter.server.process.poll() is None:
+        time.sleep(0.05)
+    result = env.step(f"<action>{task['good'][1]}</action>")
+    _assert_failure_transition(result, "server process exited")
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("<action>print(1)</action>")
+    _solve(env, "venmopay_1")  # the next reset starts a healthy server
+    assert adapter.server.pid != pid and adapter.server.healthy()
+
+
+def test_hung_server_hits_the_step_timeout_and_is_restarted(env):
+    adapter = env.unwrapped.adapter
+    env.reset(options={"task_id": "fscount_1"})
+    pid = adapter.server.pid
+    start = time.monotonic()
+    # a C-level loop never returns to the interpreter, so AppWorld's own SIGALRM limit cannot stop it
+    result = env.step("<action>sum(range(10 ** 14))</action>")
+    elapsed = time.monotonic() - start
+    _assert_failure_transition(result, "server hung")
+    assert elapsed < STEP_TIMEOUT_S + MARGIN_S + 10  # bounded by the configured call timeout
+    assert _gone(pid, within_s=1.0), "a hung server is killed at once"
+    _solve(env, "fscount_1")
+    assert adapter.server.pid != pid
+
+
+def test_escaping_code_stays_inside_appworld(env, tmp_path, monkeypatch):
+    adapter = env.unwrapped.adapter
+    existing = tmp_path / "existing.txt"
+    existing.write_text("keep me")
+    created = tmp_path / "created.txt"
+    monkeypatch.delenv("RUBRICGYM_ESCAPE", raising=False)
+    env_before = dict(os.environ)
+    answer_file = adapter.data_root / "data" / "tasks" / "venmoask_1" / "ground_truth" / "answer.json"
+    assert answer_file.exists()
+    env.reset(options={"task_id": "venmoask_1"})
+
+    def run(code: str) -> tuple[str, object]:
+        start = time.monotonic()
+        obs, _, terminated, truncated, info = env.step(f"<action>{code}</action>")
+        assert not truncated and not terminated and "environment_failure" not in info
+        assert time.monotonic() - start < STEP_TIMEOUT_S + MARGIN_S + 10
+        return obs, info["transition"].facts
+
+    obs, facts = run(f"open({str(created)!r}, 'w').write('pwned')")
+    assert facts.execution_failed and "not allowed" in obs
+    obs, facts = run(f"import os\nos.remove({str(existing)!r})\nos.environ['RUBRICGYM_ESCAPE'] = '1'\nprint(os.getpid())")
+    assert facts.imports == ["os"]
+    server_pid = int(obs.strip().splitlines()[-1]) if not facts.execution_failed else None
+    assert server_pid in (None, adapter.server.pid) and server_pid != os.getpid()
+    obs, facts = run("import subprocess")
+    assert facts.execution_failed and "not allowed" in obs
+    obs, facts = run(f"print(open({str(answer_file)!r}).read())")
+    assert facts.execution_failed
+    obs, facts = run(f"import pathlib\nprint(pathlib.Path({str(answer_file)!r}).read_text())")
+    assert facts.execution_failed and "PermissionError" in obs and "205" not in obs
+    obs, facts = run("while True:\n    pass")
+    assert facts.execution_failed and facts.timed_out and "timed out" in obs
+
+    assert existing.read_text() == "keep me" and not created.exists()
+    assert dict(os.environ) == env_before and "RUBRICGYM_ESCAPE" not in os.environ
+    assert adapter.server.healthy()  # AppWorld's limits held; the server still serves
+    _solve(env, "venmoask_1")

@@ -1,0 +1,79 @@
+"""Server lifecycle: one loopback server per env, none left behind (close, exit, parent killed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import gymnasium as gym
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _gone(pid: int, within_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split(")")[-1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_two_envs_get_two_loopback_servers_and_close_stops_them():
+    a = gym.make("AppWorld-Rubric-v0", reward="none")
+    b = gym.make("AppWorld-Rubric-v0", reward="none")
+    try:
+        a.reset(options={"task_id": "phoneask_1"})
+        b.reset(options={"task_id": "fscount_1"})
+        sa, sb = a.unwrapped.adapter.server, b.unwrapped.adapter.server
+        assert sa.pid != sb.pid and sa.port != sb.port
+        assert sa.url.startswith("http://127.0.0.1:") and sb.url.startswith("http://127.0.0.1:")
+        # parallel worlds do not interfere
+        obs_a = a.step("<action>print(apis.supervisor.show_active_task()['instruction'])</action>")[0]
+        obs_b = b.step("<action>print(apis.supervisor.show_active_task()['instruction'])</action>")[0]
+        assert "phone number of my coworker" in obs_a and "errands" in obs_b
+        pids = (sa.pid, sb.pid)
+        outputs = a.unwrapped.adapter.data_root / "experiments" / "outputs" / a.unwrapped.adapter.experiment_name
+        assert outputs.exists()
+    finally:
+        a.close()
+        b.close()
+    assert all(_gone(pid, within_s=1.0) for pid in pids)  # close waited on the PIDs
+    assert not outputs.exists()
+    a.close()  # safe twice
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, time, gymnasium as gym, rubricgym
+    env = gym.make("AppWorld-Rubric-v0", reward="none")
+    env.reset(options={"task_id": "phoneask_1"})
+    print(env.unwrapped.adapter.server.pid, flush=True)
+    if sys.argv[1] == "hang":
+        time.sleep(600)
+""")
+
+
+@pytest.mark.parametrize("how", ["exit", "killed"])
+def test_no_orphan_server_when_the_owner_exits_or_dies(how):
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, "hang" if how == "killed" else "exit"],
+                            stdout=subprocess.PIPE, text=True, cwd=os.getcwd())
+    try:
+        pid = int(proc.stdout.readline())
+        if how == "killed":
+            assert not _gone(pid, within_s=0.5)
+            proc.send_signal(signal.SIGKILL)  # no atexit: the parent-death signal must reap it
+        proc.wait(timeout=60)
+        assert _gone(pid), f"AppWorld server {pid} outlived its owner ({how})"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
