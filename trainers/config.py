@@ -35,7 +35,7 @@ class EnvSettings(_Section):
     id: str = Field("ALFWorld-Rubric-v0", description="a gymnasium id of a rubricgym env")
     factory: str | None = Field(None, description="'module:callable' returning a gym.Env (overrides id)")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gym.make / the factory")
-    max_steps: int = Field(4, ge=1, description="step budget per episode")
+    max_steps: int = Field(3, ge=1, description="step budget per episode")
     tasks: list[str] | None = Field(None, description="task ids to train on (default: all the env offers)")
     num_tasks: int | None = Field(None, ge=1, description="use only the first N task ids")
 
@@ -53,7 +53,7 @@ class PromptSettings(_Section):
 
 class GenerationSettings(_Section):
     backend: Literal["hf", "vllm"] = "hf"
-    max_new_tokens: int = Field(96, ge=1)
+    max_new_tokens: int = Field(64, ge=1)
     temperature: float = Field(1.0, gt=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     top_k: int = Field(0, ge=0, description="0 disables top-k")

@@ -228,7 +228,7 @@ class Trainer:
             "time/iteration_s": total,
             "tokens/response": float(timings.response_tokens), "tokens/prompt": float(timings.prompt_tokens),
             "throughput/generation_tok_s": timings.response_tokens / max(timings.generation, 1e-9),
-            "throughput/update_tok_s": (timings.prompt_tokens + timings.response_tokens) / max(update_s, 1e-9),
+            "throughput/update_tok_s": stats.get("update_tokens", 0.0) / max(update_s, 1e-9),
         })
         if self.device.type == "cuda":
             metrics["memory/peak_gib"] = torch.cuda.max_memory_allocated(self.device) / 2**30

@@ -124,12 +124,14 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
                generator: torch.Generator | None = None) -> dict[str, float]:
     """Run the update; returns token-weighted means of the loss terms (empty dict: nothing to train)."""
     samples = trainable_samples(samples, settings.skip_zero_advantage)
-    stats = {"trained_samples": float(len(samples))}
+    stats = {"trained_samples": float(len(samples)),
+             "update_tokens": float(sum(len(s.prompt_ids) + len(s.response_ids) for s in samples))}
     if not samples:
         return stats
     device = next(model.parameters()).device
     # sort by total length: shorter padding per micro-batch; ties keep rollout order
     order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].response_ids))
+    rank = {i: k for k, i in enumerate(order)}
     size = settings.micro_batch_size
     was_training = model.training
     model.eval()  # no dropout in the reference/old passes
@@ -148,7 +150,7 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
         shuffled = [order[k] for k in perm]
         chunks = [shuffled[k :: settings.minibatches] for k in range(settings.minibatches)]
         for chunk in chunks:
-            chunk = sorted(chunk, key=lambda i: order.index(i))
+            chunk = sorted(chunk, key=rank.__getitem__)
             if not chunk:
                 continue
             num_tokens = float(sum(sum(samples[i].loss_mask) for i in chunk))

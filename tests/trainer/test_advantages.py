@@ -1,0 +1,151 @@
+"""Per-token advantages and masks by estimator name, computed by the credit modules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
+from rubricgym.credit.grpo import grpo_advantages
+from rubricgym.credit.trca import RolloutSignals, trca_group_advantages
+from rubricgym.trainers.advantages import ESTIMATOR_NAMES, MissingRewardSignal, assign_advantages
+from rubricgym.trainers.rollout import Rollout, StepSample
+
+
+def _step(reward_f, reward_b, env, key, n=10, reasoning=(1, 4), action=(6, 9)):
+    trca = {"r_F": reward_f, "r_B": reward_b, "r_TRCA": 0.2 * reward_f + 0.8 * reward_b}
+    return StepSample(prompt_ids=[1, 2, 3], response_ids=list(range(10, 10 + n)), response_text="",
+                      reasoning_tokens=reasoning, action_tokens=action, reward=trca["r_TRCA"] + env,
+                      env_reward=env, context_key=key, info={"trca": trca})
+
+
+def _group():
+    """Three rollouts of one task: one wins; contexts repeat across rollouts."""
+    r0 = Rollout("t", 1, 0, 0, [_step(0.2, 0.5, 0.0, "s0"), _step(0.2, 0.5, 1.0, "s1")])
+    r1 = Rollout("t", 1, 0, 1, [_step(-0.2, 0.0, 0.0, "s0"), _step(0.0, 0.0, 0.0, "s1", action=None)])
+    r2 = Rollout("t", 1, 0, 2, [_step(0.0, 0.0, 0.0, "s0", reasoning=None, n=7, action=(0, 7))])
+    return [r0, r1, r2]
+
+
+def test_trca_puts_its_credit_on_action_tokens_only():
+    group = _group()
+    assign_advantages([group], "trca", gamma=0.95)
+    expected = trca_group_advantages(
+        [RolloutSignals(r_f=[s.info["trca"]["r_F"] for s in r.steps], r_b=[s.info["trca"]["r_B"] for s in r.steps],
+                        env_rewards=[s.env_reward for s in r.steps], context_keys=[s.context_key for s in r.steps],
+                        r_trca=[s.info["trca"]["r_TRCA"] for s in r.steps]) for r in group],
+        estimator="trca", gamma=0.95)
+    for rollout, values in zip(group, expected):
+        for step, value in zip(rollout.steps, values):
+            adv, mask = np.array(step.token_advantages), np.array(step.loss_mask)
+            if step.reasoning_tokens:
+                lo, hi = step.reasoning_tokens
+                assert not mask[lo:hi].any() and (adv[lo:hi] == 0).all()  # reasoning is masked
+            if step.action_tokens is None:
+                assert not mask.any()  # nothing parsed: nothing to credit
+                continue
+            lo, hi = step.action_tokens
+            assert mask[lo:hi].all() and mask.sum() == hi - lo
+            assert adv[lo:hi] == pytest.approx(value)
+    assert any(abs(v) > 0 for values in expected for v in values)
+
+
+def test_trca_without_the_wrapper_is_a_clear_error():
+    group = _group()
+    group[0].steps[0].info = {}
+    with pytest.raises(MissingRewardSignal, match="TRCA reward wrapper"):
+        assign_advantages([group], "trca")
+
+
+def test_grpo_is_uniform_over_the_whole_response():
+    group = _group()
+    assign_advantages([group], "grpo")
+    a = grpo_advantages([r.env_return for r in group])
+    for rollout, value in zip(group, a):
+        for step in rollout.steps:
+            assert all(step.loss_mask) and step.token_advantages == pytest.approx([value] * len(step.response_ids))
+
+
+def test_every_documented_estimator_is_selectable():
+    assert {"grpo", "trca", "trca_no_rf", "trca_no_rb", "draco", "draco_static", "draco_static_credit",
+            "draco_dynamic"} == set(ESTIMATOR_NAMES)
+    with pytest.raises(ValueError, match="unknown advantage"):
+        assign_advantages([_group()], "ppo")
+
+
+judges = pytest.importorskip("rubricgym.judges.pipeline", reason="DRACO judge package not importable")
+
+
+class ScriptedJudge:
+    """Fixed verdicts with cited steps, turned into a group result by the judge package's own
+    bookkeeping (``finish_group``: dropout, R_i, A_i, p/f); no language model involved."""
+
+    def __init__(self, verdicts):
+        self.verdicts = verdicts  # per rollout: list of (verdict, cited steps)
+
+    def score_group(self, instruction, trajectories, variant, training_step=None):
+        from rubricgym.credit.draco import DracoVariant
+        from rubricgym.judges.pipeline import CriterionVerdict, RolloutScore, finish_group
+        from rubricgym.judges.rubric import Criterion
+        from rubricgym.judges.schemas import Verdict
+
+        criteria = [Criterion(id=f"c{k + 1}", text=f"criterion number {k + 1}") for k in range(len(self.verdicts[0]))]
+        rollouts = [
+            RolloutScore(index=i, num_steps=t.num_steps, verdicts=[
+                CriterionVerdict(criterion_id=c.id, verdict=Verdict(v), steps=steps)
+                for c, (v, steps) in zip(criteria, self.verdicts[i])])
+            for i, t in enumerate(trajectories)
+        ]
+        return finish_group(DracoVariant.parse(variant), instruction, criteria, rollouts, None)
+
+
+def _draco_group():
+    group = _group()[:2]
+    for r in group:
+        transitions = [Transition(step=k, response=s.response_text, action=ParsedAction(ok=True, action="x"),
+                                  observation="", facts=Facts()) for k, s in enumerate(r.steps)]
+        r.trajectory = Trajectory(benchmark="B", task_id="t", instruction="do it", transitions=transitions)
+    return group
+
+
+@pytest.mark.parametrize("estimator", ["draco", "draco_static_credit", "draco_dynamic", "draco_static"])
+def test_draco_step_credit_fills_each_steps_tokens_and_nothing_else(estimator):
+    from rubricgym.credit.draco import draco_step_advantages
+
+    group = _draco_group()
+    verdicts = [[("pass", [1]), ("fail", [0])], [("fail", [0, 1]), ("fail", [1])]]
+
+    assign_advantages([group], estimator, judge=ScriptedJudge(verdicts), iteration=1)
+    # the same numbers straight from the credit function
+    result = ScriptedJudge(verdicts).score_group("do it", [r.trajectory for r in group], {
+        "draco": "dynamic/credit", "draco_static_credit": "static/credit",
+        "draco_dynamic": "dynamic/no-credit", "draco_static": "static/no-credit"}[estimator])
+    for i, rollout in enumerate(group):
+        n_j = [len(s.response_ids) for s in rollout.steps]
+        a = draco_step_advantages(result.variant, result.rollouts[i].advantage, n_j,
+                                  result.rollouts[i].step_passes, result.rollouts[i].step_fails)
+        for step, a_j in zip(rollout.steps, a):
+            assert all(step.loss_mask)  # every token of the step carries a_j (incl. reasoning)
+            assert step.token_advantages == pytest.approx([a_j] * len(step.response_ids))
+        # conservation: sum_j n_j a_j = A_i N
+        total = sum(len(s.response_ids) * s.token_advantages[0] for s in rollout.steps)
+        assert total == pytest.approx(result.rollouts[i].advantage * sum(n_j))
+    assert result.rollouts[0].advantage > 0 > result.rollouts[1].advantage
+
+
+def test_draco_gap_tokens_get_zero_in_the_training_batch():
+    """Prompt/observation tokens and padding lie outside every step: zero advantage, no loss."""
+    from rubricgym.trainers.update import collate
+
+    group = _group()
+    assign_advantages([group], "grpo")
+    batch = collate([s for r in group for s in r.steps], pad_id=0)
+    resp_len = batch.response_len
+    assert batch.advantages.shape[1] == resp_len  # advantages exist only over response columns
+    assert not batch.loss_mask[~batch.response_mask].any()
+    assert (batch.advantages[~batch.response_mask] == 0).all()
+
+
+def test_draco_without_a_judge_is_a_clear_error():
+    with pytest.raises(MissingRewardSignal, match="DRACO judge"):
+        assign_advantages([_draco_group()], "draco")
