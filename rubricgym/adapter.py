@@ -84,7 +84,11 @@ class Adapter(ABC):
         return Outcome()
 
     def invalid_step(self, action: ParsedAction, state: EngineState) -> EngineStep:
-        """The engine's answer to an unparseable response: nothing happens, state unchanged."""
+        """The engine's answer to an unparseable response: nothing happens, state unchanged.
+
+        Benchmark facts fall back to their defaults: the previous step's events (a pick-up,
+        a visit) did not happen again. Adapters override this to carry standing state facts
+        (location, inventory) into the invalid step."""
         feedback = f"Invalid response ({action.error.value if action.error else 'unparsed'}): {action.detail}"
         return EngineStep(
             observation=feedback,
@@ -92,7 +96,6 @@ class Adapter(ABC):
             admissible_actions=state.admissible_actions,
             entities=state.entities,
             context_key=state.context_key,
-            benchmark_facts=state.benchmark_facts,
             accepted=False,
             error_text=feedback,
         )

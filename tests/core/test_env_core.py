@@ -90,3 +90,10 @@ def test_non_string_action_is_classified(env):
     env.reset(seed=0)
     t = env.step(12345)[4]["transition"]  # type: ignore[arg-type]
     assert t.facts.parse_error == "invalid_text"
+
+
+def test_invalid_step_does_not_repeat_previous_events(env):
+    env.reset(seed=0, options={"task_id": "reach-3"})
+    env.step(act("inc"))
+    t = env.step("garbage")[4]["transition"]
+    assert t.facts.value == 0  # benchmark facts fall back to defaults; no stale events
