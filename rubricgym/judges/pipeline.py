@@ -166,9 +166,9 @@ class DracoJudge:
             cache = ResponseCache(self.settings.cache_dir)
         self.cache = cache
         self.self_judge = self_judge
-        self.caller = StructuredCaller(backend, self.ledger, cache, self.settings.max_repairs)
         limit = backend.max_concurrency or self.settings.concurrency
         self.workers = max(1, min(self.settings.concurrency, limit))
+        self.caller = StructuredCaller(backend, self.ledger, cache, self.settings.max_repairs, self.workers)
 
     @classmethod
     def from_settings(cls, settings: JudgeSettings | None = None, **kwargs: Any) -> DracoJudge:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +58,14 @@ def cache_payload(backend: ChatBackend, request: ChatRequest) -> dict[str, Any]:
 
 
 class StructuredCaller:
-    def __init__(self, backend: ChatBackend, ledger: Ledger, cache: ResponseCache | None = None, max_repairs: int = 2):
+    def __init__(self, backend: ChatBackend, ledger: Ledger, cache: ResponseCache | None = None, max_repairs: int = 2,
+                 concurrency: int | None = None):
         self.backend = backend
         self.ledger = ledger
         self.cache = cache
         self.max_repairs = max_repairs
+        # the limit holds across every caller of this judge (several groups or envs at once)
+        self._slots = threading.BoundedSemaphore(concurrency) if concurrency else None
 
     def _reply(self, request: ChatRequest, step: int | None) -> tuple[ChatReply, bool]:
         key = request_key(cache_payload(self.backend, request)) if self.cache is not None else None
@@ -81,7 +85,11 @@ class StructuredCaller:
                         cached_completion_tokens=reply.completion_tokens,
                     )
                     return reply, True
-        reply = self.backend.complete(request)
+        if self._slots is None:
+            reply = self.backend.complete(request)
+        else:
+            with self._slots:
+                reply = self.backend.complete(request)
         self.ledger.add(
             request.phase,
             step,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 
 from judge_trajectories import make_trajectory
@@ -90,6 +91,15 @@ def test_concurrency_limit_is_respected(scripted_server, settings_for):
     judge = static_judge(settings_for(srv, concurrency=2))
     judge.score_group("x", trajs(6), "static/credit")
     assert srv.count() == 6 and srv.peak_in_flight == 2
+    # the limit is per judge, not per group: two groups scored at once still share 2 slots
+    srv.peak_in_flight = 0
+    groups = [trajs(3), [make_trajectory(seed=10 + i) for i in range(3)]]
+    threads = [threading.Thread(target=judge.score_group, args=("y", g, "static/credit")) for g in groups]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert srv.count() == 12 and srv.peak_in_flight == 2
 
 
 def test_restart_with_same_cache_dir_makes_zero_new_calls(scripted_server, settings_for, tmp_path):
