@@ -102,12 +102,15 @@ def run(args: argparse.Namespace) -> int:
     ledger_path = Path(args.ledger) if args.ledger else out.with_name(out.name + ".ledger.json")
     groups = group_trajectories(trajs, args.group_size)
     tmp = out.with_name(out.name + ".tmp")
+    verdicts = unanswered = 0
     with open(tmp, "w", encoding="utf-8") as fh:
         for g, (task_id, members) in enumerate(groups):
             instruction = members[0].instruction
             result = judge.score_group(instruction, members, variant, training_step=None)
             line = {"task_id": task_id, "group": g, **result.model_dump(mode="json")}
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+            verdicts += sum(len(r.verdicts) for r in result.rollouts)
+            unanswered += sum(r.unanswered for r in result.rollouts)
             fh.flush()
             rewards = ", ".join(f"{r:+.2f}" for r in result.rewards)
             print(f"[{g + 1}/{len(groups)}] {task_id}: {len(members)} rollouts, "
@@ -116,5 +119,9 @@ def run(args: argparse.Namespace) -> int:
     judge.ledger.write(ledger_path)
     total = judge.ledger.summary()["total"]
     print(f"wrote {out} and {ledger_path}: {total['calls']} calls, {total['cache_hits']} cache hits, "
-          f"{total['prompt_tokens']}+{total['completion_tokens']} tokens, {total['unanswered_verdicts']} unanswered verdicts")
+          f"{total['prompt_tokens']}+{total['completion_tokens']} tokens, {unanswered}/{verdicts} verdicts unanswered")
+    if verdicts and unanswered == verdicts:
+        print("rubricgym judge: the judge answered nothing (see the errors in the results); check the server",
+              file=sys.stderr)
+        return 1
     return 0

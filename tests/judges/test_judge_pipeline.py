@@ -222,6 +222,12 @@ def test_cli_rescores_stored_trajectories(scripted_server, settings_for, tmp_pat
     ledger = json.loads((tmp_path / "out" / "results.jsonl.ledger.json").read_text())
     assert ledger["total"]["calls"] == srv.count() > 0
     assert srv.auth_headers[0] == "Bearer sk-cli-secret-123456"
+    # a dead server: results are written, every verdict unanswered, exit status 1
+    rc = main(["judge", str(src), "--out", str(tmp_path / "dead.jsonl"), "--base-url", "http://127.0.0.1:9/v1",
+               "--response-format", "json_object_schema", "--timeout", "1"])
+    assert rc == 1 and "answered nothing" in capsys.readouterr().err
+    assert all(r["unanswered"] == len(r["verdicts"]) > 0 for g in map(json.loads, (tmp_path / "dead.jsonl").read_text().splitlines())
+               for r in g["rollouts"])
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{not a trajectory}\n")
     assert main(["judge", str(bad), "--out", str(tmp_path / "x.jsonl")]) == 2
