@@ -25,6 +25,10 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # names ``load_causal_lm`` resolves without a path
 SMOLLM2_ALIASES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct", SMOLLM2_NAME.lower()}
 TINY_ALIASES = {"tiny", "tiny-qwen2", "tiny-llama"}
+# random weights in SmolLM2-135M's shape (30 layers, hidden 576, 9/3 heads) with the byte
+# tokenizer: a realistic size for speed and memory checks where the weights are not available
+RANDOM_135M = "random-135m"
+SHAPE_135M = dict(hidden_size=576, num_layers=30, intermediate_size=1536, num_heads=9, num_kv_heads=3)
 
 CHATML_TEMPLATE = (
     "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}{% endfor %}"
@@ -153,15 +157,16 @@ def load_causal_lm(path_or_name: str | os.PathLike[str], device: str | None = No
     name = str(path_or_name)
     if name.lower() in SMOLLM2_ALIASES:
         return load_smollm2(device=device, dtype=dtype)
-    if name.lower() in TINY_ALIASES:
-        arch = "llama" if name.lower() == "tiny-llama" else "qwen2"
-        model, tok = build_tiny_model(seed=seed, arch=arch)
+    if name.lower() in TINY_ALIASES or name.lower() == RANDOM_135M:
+        arch = "qwen2" if name.lower() in ("tiny", "tiny-qwen2") else "llama"
+        shape = SHAPE_135M if name.lower() == RANDOM_135M else {}
+        model, tok = build_tiny_model(seed=seed, arch=arch, **shape)
         device = device or default_device()
         return model.to(device=device, dtype=_resolve_dtype(dtype, device)), tok
     if not Path(name).is_dir():
         raise ModelUnavailable(
             f"model {name!r} is neither a local folder nor a known name "
-            f"({sorted(SMOLLM2_ALIASES | TINY_ALIASES)}); the HF hub is not reachable offline"
+            f"({sorted(SMOLLM2_ALIASES | TINY_ALIASES | {RANDOM_135M})}); the HF hub is not reachable offline"
         )
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -208,15 +213,16 @@ def build_byte_tokenizer() -> Any:
 
 
 def build_tiny_model(seed: int = 0, arch: str = "qwen2", hidden_size: int = 64, num_layers: int = 2,
-                     max_positions: int = 4096) -> tuple[Any, Any]:
+                     max_positions: int = 4096, intermediate_size: int | None = None, num_heads: int = 4,
+                     num_kv_heads: int = 2) -> tuple[Any, Any]:
     """(model, tokenizer): a tiny random ``arch`` ("qwen2" or "llama") causal LM, float32, CPU."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     tok = build_byte_tokenizer()
     kwargs = dict(
-        vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-        num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=len(tok), hidden_size=hidden_size, intermediate_size=intermediate_size or 2 * hidden_size,
+        num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_kv_heads,
         max_position_embeddings=max_positions, tie_word_embeddings=True,
         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None,
     )

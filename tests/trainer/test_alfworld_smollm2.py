@@ -1,0 +1,36 @@
+"""The real thing, tiny: SmolLM2-135M on a bundled ALFWorld game with TRCA rewards, one iteration."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("alfworld", reason="ALFWorld is not installed (pip install 'rubricgym[alfworld]')")
+
+from rubricgym.contract import load_jsonl  # noqa: E402
+from rubricgym.trainers.config import load_config  # noqa: E402
+from rubricgym.trainers.trainer import Trainer  # noqa: E402
+
+
+@pytest.mark.slow
+def test_one_trca_iteration_on_alfworld_with_smollm2(tmp_path):
+    config = load_config(None, [
+        "model.name=smollm2", "model.device=cpu", "env.id=ALFWorld-Rubric-v0", "env.max_steps=2",
+        "algorithm.advantage=trca", "algorithm.group_size=2", "algorithm.tasks_per_iteration=1",
+        "generation.max_new_tokens=24", "run.iterations=1", "run.progress=false", "run.evaluate_after=false",
+        f"run.output_dir={tmp_path}", "run.name=alf",
+    ])
+    trainer = Trainer(config)
+    summary = trainer.train()
+    trainer.close()
+    run = tmp_path / "alf"
+    metrics = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert len(metrics) == 1 and "trca_reward_mean" in metrics[0]
+    assert metrics[0]["tokens/response"] > 0 and metrics[0]["episode_steps"] >= 1
+    trajs = load_jsonl(run / "trajectories" / "iter-000001.jsonl")
+    assert len(trajs) == 2 and trajs[0].task_id == trajs[1].task_id
+    assert trajs[0].initial_observation == trajs[1].initial_observation  # identical initial state
+    assert all("trca" in t.info for traj in trajs for t in traj.transitions)
+    assert (run / "checkpoint-000001" / "adapter" / "adapter_model.safetensors").is_file()
+    assert summary["before"]["success_rate"] == metrics[0]["success_rate"]

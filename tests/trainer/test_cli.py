@@ -1,0 +1,54 @@
+"""``rubricgym train`` configuration: embedded defaults, YAML + overrides, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from rubricgym.cli import main
+from rubricgym.trainers.config import TrainConfig, load_config, parse_override
+
+
+def test_embedded_defaults_are_the_main_job():
+    cfg = TrainConfig()
+    assert cfg.model.name == "smollm2" and cfg.env.id == "ALFWorld-Rubric-v0"
+    assert cfg.algorithm.advantage == "trca"
+    assert (cfg.algorithm.clip_low, cfg.algorithm.clip_high) == (0.20, 0.28)
+    assert (cfg.algorithm.kl_coef, cfg.algorithm.entropy_coef) == (0.012, 0.001)
+
+
+def test_yaml_then_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("algorithm:\n  group_size: 6\n  advantage: grpo\nlora:\n  target_modules: [q_proj]\n")
+    cfg = load_config(path, ["algorithm.group_size=8", "run.name=x", "lora.target_modules=[q_proj, v_proj]"])
+    assert cfg.algorithm.group_size == 8 and cfg.algorithm.advantage == "grpo"
+    assert cfg.run.name == "x" and cfg.lora.target_modules == ["q_proj", "v_proj"]
+
+
+@pytest.mark.parametrize("bad", ["algorithm.advantage=ppo", "algorithm.nope=1", "algorithm.group_size=0",
+                                 "algorithm.group_size=abc"])
+def test_bad_settings_are_rejected(bad):
+    with pytest.raises(ValueError):
+        load_config(None, [bad])
+
+
+def test_override_syntax():
+    assert parse_override("a.b=1.5") == ("a.b", 1.5)
+    assert parse_override("a=true") == ("a", True)
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_override("no-equals")
+
+
+def test_cli_prints_resolved_config(capsys):
+    assert main(["train", "--print-config", "--iterations", "7", "--advantage", "grpo"]) == 0
+    out = capsys.readouterr().out
+    assert "iterations: 7" in out and "advantage: grpo" in out
+
+
+def test_cli_bad_config_exits_2(capsys):
+    assert main(["train", "--set", "algorithm.advantage=ppo", "--print-config"]) == 2
+    assert "unknown advantage estimator" in capsys.readouterr().err
+
+
+def test_cli_resume_of_missing_run_exits_2(tmp_path, capsys):
+    assert main(["train", "--resume", str(tmp_path / "nothing")]) == 2
+    assert "bad configuration" in capsys.readouterr().err
