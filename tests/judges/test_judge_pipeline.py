@@ -223,6 +223,7 @@ def test_cli_rescores_stored_trajectories(scripted_server, settings_for, tmp_pat
     assert ledger["total"]["calls"] == srv.count() > 0
     assert srv.auth_headers[0] == "Bearer sk-cli-secret-123456"
     # a dead server: results are written, every verdict unanswered, exit status 1
+    monkeypatch.setenv("RUBRICGYM_JUDGE_MAX_TRANSPORT_RETRIES", "0")
     rc = main(["judge", str(src), "--out", str(tmp_path / "dead.jsonl"), "--base-url", "http://127.0.0.1:9/v1",
                "--response-format", "json_object_schema", "--timeout", "1"])
     assert rc == 1 and "answered nothing" in capsys.readouterr().err
