@@ -99,6 +99,9 @@ class JudgeSettings(_Section):
     """Only read by the DRACO estimators (see docs/judge.md for the judge itself)."""
 
     config: str | None = Field(None, description="YAML file of rubricgym.judges settings")
+    static_rubric: str | None = Field(
+        None, description="rubric file or packaged name for the static variants (default: the benchmark's own)")
+    self_judge: bool = Field(False, description="the policy model judges its own rollouts (k repeats)")
     options: dict[str, Any] = Field(default_factory=dict, description="inline judge settings")
 
 

@@ -156,6 +156,7 @@ class Trainer:
         try:
             from rubricgym.judges.config import JudgeSettings
             from rubricgym.judges.pipeline import DracoJudge
+            from rubricgym.judges.rubric import default_rubric_for, load_rubric
         except ImportError as exc:
             raise RuntimeError(f"the DRACO estimators need rubricgym.judges: {exc}") from exc
         options = dict(self.config.judge.options)
@@ -163,7 +164,13 @@ class Trainer:
             import yaml
 
             options = {**(yaml.safe_load(Path(self.config.judge.config).read_text()) or {}), **options}
-        return DracoJudge.from_settings(JudgeSettings(**options))
+        if self.config.judge.self_judge:
+            raise NotImplementedError("judge.self_judge (the policy judging itself) is not wired into the trainer yet")
+        judge_cfg = self.config.judge
+        adapter = getattr(self.collector.env(0).unwrapped, "adapter", None)
+        rubric = (load_rubric(judge_cfg.static_rubric) if judge_cfg.static_rubric
+                  else default_rubric_for(getattr(adapter, "benchmark", "")))
+        return DracoJudge.from_settings(JudgeSettings(**options), static_rubric=rubric)
 
     def _lr_lambda(self, step: int) -> float:
         alg = self.config.algorithm
