@@ -139,3 +139,15 @@ def test_api_key_never_reaches_disk_or_logs(scripted_server, settings_for, tmp_p
     assert any(p.name.startswith("judge_cache") for p in files)
     for p in files:
         assert SECRET.encode() not in p.read_bytes(), p
+
+
+def test_settings_come_from_the_environment(monkeypatch):
+    from rubricgym.judges import JudgeSettings, ResponseFormat
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("RUBRICGYM_JUDGE_BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("RUBRICGYM_JUDGE_MODEL", "smollm2")
+    monkeypatch.setenv("RUBRICGYM_JUDGE_RESPONSE_FORMAT", "json_object_schema")
+    s = JudgeSettings()
+    assert (s.base_url, s.model, s.response_format) == ("http://127.0.0.1:8080/v1", "smollm2", ResponseFormat.JSON_OBJECT_SCHEMA)
+    assert s.api_key.get_secret_value() == SECRET and SECRET not in repr(s) and SECRET not in str(s.public_dump())
