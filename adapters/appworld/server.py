@@ -63,6 +63,7 @@ class AppWorldServer:
         self._log_file: tempfile._TemporaryFileWrapper[bytes] | None = None
         self.starts = 0
         self._lock = threading.Lock()
+        self._http: httpx.Client | None = None  # one client: building one costs an SSL context
 
     @property
     def url(self) -> str:
@@ -80,8 +81,10 @@ class AppWorldServer:
     def healthy(self, timeout_s: float = 2.0) -> bool:
         if not self.alive():
             return False
+        if self._http is None:
+            self._http = httpx.Client(trust_env=False)
         try:
-            return httpx.get(self.url + "/", timeout=timeout_s).status_code == 200
+            return self._http.get(self.url + "/", timeout=timeout_s).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -166,6 +169,9 @@ class AppWorldServer:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+        if self._http is not None:
+            self._http.close()
+            self._http = None
         _LIVE.discard(self)
 
     def restart(self) -> None:
