@@ -3,9 +3,12 @@
 The judge layer (``rubricgym.judges``) turns LLM verdicts into the integer arrays these
 functions take; nothing here calls a model, reads a file or knows about trajectories.
 
-Verdict codes (one per rollout x criterion):
-    PASS = 1, FAIL = -1, NOT_APPLICABLE = 0, UNANSWERED = 2 (the judge produced no usable
-    verdict; it counts as neither pass nor fail, and never as a failure for dropout).
+Verdict codes (one per rollout x criterion): VERDICT_PASS = 1, VERDICT_FAIL = -1,
+VERDICT_NOT_APPLICABLE = 0, VERDICT_UNANSWERED = 2 (the judge produced no usable verdict;
+it counts as neither pass nor fail, and never as a failure for dropout).
+
+Names are prefixed (``cited_step_advantages``, ``VERDICT_*``) because ``rubricgym.credit``
+re-exports them next to the TRCA and GRPO functions.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from typing import Sequence
 
 import numpy as np
 
-PASS = 1
-FAIL = -1
-NOT_APPLICABLE = 0
-UNANSWERED = 2
+from rubricgym.credit.grpo import DEFAULT_EPS, standardize
+
+VERDICT_PASS = 1
+VERDICT_FAIL = -1
+VERDICT_NOT_APPLICABLE = 0
+VERDICT_UNANSWERED = 2
 
 _EQUAL_TOL = 1e-12
 
@@ -68,7 +73,7 @@ def discriminative_dropout(verdicts: np.ndarray) -> np.ndarray:
     v = np.asarray(verdicts)
     if v.ndim != 2:
         raise ValueError(f"verdicts must be (G, C), got shape {v.shape}")
-    return np.any(v == FAIL, axis=0)
+    return np.any(v == VERDICT_FAIL, axis=0)
 
 
 def rubric_rewards(verdicts: np.ndarray, surviving: np.ndarray | None = None) -> np.ndarray:
@@ -81,26 +86,18 @@ def rubric_rewards(verdicts: np.ndarray, surviving: np.ndarray | None = None) ->
     if v.ndim != 2:
         raise ValueError(f"verdicts must be (G, C), got shape {v.shape}")
     keep = np.ones(v.shape[1], dtype=bool) if surviving is None else np.asarray(surviving, dtype=bool)
-    passes = np.sum((v == PASS) & keep, axis=1).astype(float)
-    fails = np.sum((v == FAIL) & keep, axis=1).astype(float)
+    passes = np.sum((v == VERDICT_PASS) & keep, axis=1).astype(float)
+    fails = np.sum((v == VERDICT_FAIL) & keep, axis=1).astype(float)
     total = passes + fails
     out = np.zeros(v.shape[0], dtype=float)
     np.divide(passes - fails, total, out=out, where=total > 0)
     return out
 
 
-def group_advantages(rewards: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """Step 7: A_i = (R_i - mean) / (std + eps) over the group (population std).
-
-    A group with zero variance (including a single rollout) gets all-zero advantages.
-    """
-    r = np.asarray(rewards, dtype=float)
-    if r.size == 0:
-        return r.copy()
-    std = float(r.std())
-    if std <= _EQUAL_TOL:
-        return np.zeros_like(r)
-    return (r - r.mean()) / (std + eps)
+def group_advantages(rewards: np.ndarray, eps: float = DEFAULT_EPS) -> np.ndarray:
+    """Step 7: A_i = group-standardized R_i, by the one rule every estimator shares
+    (``rubricgym.credit.grpo.standardize``: population std, 0 for a zero-variance group)."""
+    return standardize(rewards, eps)
 
 
 def citation_counts(
@@ -115,8 +112,8 @@ def citation_counts(
     if cites.ndim != 2 or cites.shape[0] != v.shape[0]:
         raise ValueError(f"citations must be (C={v.shape[0]}, M), got {cites.shape}")
     keep = np.ones(v.shape[0], dtype=bool) if surviving is None else np.asarray(surviving, dtype=bool)
-    passed = (v == PASS) & keep
-    failed = (v == FAIL) & keep
+    passed = (v == VERDICT_PASS) & keep
+    failed = (v == VERDICT_FAIL) & keep
     p = cites[passed].sum(axis=0).astype(np.int64)
     f = cites[failed].sum(axis=0).astype(np.int64)
     return p, f
@@ -151,7 +148,7 @@ def step_weights(advantage: float, quality: np.ndarray) -> np.ndarray:
     return q.copy() if advantage >= 0 else 1.0 - q
 
 
-def step_advantages(
+def cited_step_advantages(
     advantage: float,
     step_tokens: Sequence[int] | np.ndarray,
     passes: Sequence[int] | np.ndarray,
@@ -194,7 +191,7 @@ def step_advantages(
     return a
 
 
-def grpo_step_advantages(advantage: float, step_tokens: Sequence[int] | np.ndarray) -> np.ndarray:
+def uniform_step_advantages(advantage: float, step_tokens: Sequence[int] | np.ndarray) -> np.ndarray:
     """The no-credit ablation: every step token carries A_i (zero-token steps get 0)."""
     n = np.asarray(step_tokens, dtype=float)
     return np.where(n > 0, float(advantage), 0.0)
@@ -239,15 +236,15 @@ def draco_step_advantages(
 ) -> np.ndarray:
     """Per-step advantages for a variant: cited-verdict credit or plain GRPO."""
     if DracoVariant.parse(variant).step_credit:
-        return step_advantages(advantage, step_tokens, passes, fails)
-    return grpo_step_advantages(advantage, step_tokens)
+        return cited_step_advantages(advantage, step_tokens, passes, fails)
+    return uniform_step_advantages(advantage, step_tokens)
 
 
 __all__ = [
-    "PASS",
-    "FAIL",
-    "NOT_APPLICABLE",
-    "UNANSWERED",
+    "VERDICT_PASS",
+    "VERDICT_FAIL",
+    "VERDICT_NOT_APPLICABLE",
+    "VERDICT_UNANSWERED",
     "DracoVariant",
     "discriminative_dropout",
     "rubric_rewards",
@@ -255,8 +252,8 @@ __all__ = [
     "citation_counts",
     "step_quality",
     "step_weights",
-    "step_advantages",
-    "grpo_step_advantages",
+    "cited_step_advantages",
+    "uniform_step_advantages",
     "draco_step_advantages",
     "expand_to_tokens",
     "span_token_counts",

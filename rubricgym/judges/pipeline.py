@@ -32,10 +32,10 @@ from rubricgym.judges.structured import StructuredCaller
 log = logging.getLogger(__name__)
 
 _CODES = {
-    Verdict.PASS: draco.PASS,
-    Verdict.FAIL: draco.FAIL,
-    Verdict.NOT_APPLICABLE: draco.NOT_APPLICABLE,
-    Verdict.UNANSWERED: draco.UNANSWERED,
+    Verdict.PASS: draco.VERDICT_PASS,
+    Verdict.FAIL: draco.VERDICT_FAIL,
+    Verdict.NOT_APPLICABLE: draco.VERDICT_NOT_APPLICABLE,
+    Verdict.UNANSWERED: draco.VERDICT_UNANSWERED,
 }
 CRITERIA_EXAMPLE = '{"criteria": [{"text": "The agent ..."}]}'
 

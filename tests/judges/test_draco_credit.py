@@ -30,14 +30,14 @@ def close(a, b) -> bool:
 @given(ADV, steps())
 def test_push_is_conserved(A, s):
     n, p, f = s
-    a = draco.step_advantages(A, n, p, f)
+    a = draco.cited_step_advantages(A, n, p, f)
     assert np.isclose(np.sum(n * a), A * n.sum(), rtol=1e-9, atol=1e-8)
 
 
 @settings(max_examples=150, deadline=None)
 @given(ADV, steps())
 def test_no_step_has_opposite_sign(A, s):
-    a = draco.step_advantages(A, *s)
+    a = draco.cited_step_advantages(A, *s)
     if A > 0:
         assert np.all(a >= 0)
     elif A < 0:
@@ -56,7 +56,7 @@ def test_step_total_does_not_depend_on_its_token_count(A, s, data):
     j = data.draw(st.integers(0, len(n) - 1))
     n2 = n.copy()
     n2[j] = data.draw(st.integers(1, 500))
-    a, a2 = draco.step_advantages(A, n, p, f), draco.step_advantages(A, n2, p, f)
+    a, a2 = draco.cited_step_advantages(A, n, p, f), draco.cited_step_advantages(A, n2, p, f)
     assert close(n * a / n.sum(), n2 * a2 / n2.sum())
     # N fixed: move tokens from step j to step k
     k = (j + 1) % len(n)
@@ -64,14 +64,14 @@ def test_step_total_does_not_depend_on_its_token_count(A, s, data):
     n3 = n.copy()
     n3[j] -= moved
     n3[k] += moved
-    assert close(n * a, n3 * draco.step_advantages(A, n3, p, f))
+    assert close(n * a, n3 * draco.cited_step_advantages(A, n3, p, f))
 
 
 @settings(max_examples=60, deadline=None)
 @given(ADV, st.floats(min_value=0.01, max_value=100), steps())
 def test_scaling_rewards_scales_all_steps_alike(A, c, s):
-    a = draco.step_advantages(A, *s)
-    assert close(draco.step_advantages(c * A, *s), c * a)
+    a = draco.cited_step_advantages(A, *s)
+    assert close(draco.cited_step_advantages(c * A, *s), c * a)
 
 
 @settings(max_examples=60, deadline=None)
@@ -83,7 +83,7 @@ def test_loser_mirrors_winner(A, s):
     q = draco.step_quality(p, f)
     if q is not None:
         assert close(draco.step_weights(-A, q), draco.step_weights(A, 1 - q))
-    assert close(draco.step_advantages(-A, n, p, f), -draco.step_advantages(A, n, f, p))
+    assert close(draco.cited_step_advantages(-A, n, p, f), -draco.cited_step_advantages(A, n, f, p))
 
 
 @settings(max_examples=60, deadline=None)
@@ -91,7 +91,7 @@ def test_loser_mirrors_winner(A, s):
 def test_no_citation_falls_back_to_grpo(A, tokens):
     n = np.array(tokens)
     zeros = np.zeros_like(n)
-    assert close(draco.step_advantages(A, n, zeros, zeros), np.full(len(n), A))
+    assert close(draco.cited_step_advantages(A, n, zeros, zeros), np.full(len(n), A))
 
 
 @settings(max_examples=60, deadline=None)
@@ -102,7 +102,7 @@ def test_equal_weights_give_equal_shares(A, tokens, pp, ff):
     p = np.full(len(n), pp)
     f = np.full(len(n), ff)
     expected = A * n.sum() / (len(n) * n)
-    assert close(draco.step_advantages(A, n, p, f), expected)
+    assert close(draco.cited_step_advantages(A, n, p, f), expected)
 
 
 @settings(max_examples=60, deadline=None)
@@ -116,8 +116,8 @@ def test_all_zero_weights_give_equal_shares(A, tokens, data):
     k = np.where(cited, 2, 0)
     zeros = np.zeros_like(n)
     expected = n.sum() / (len(n) * n)
-    assert close(draco.step_advantages(A, n, zeros, k), A * expected)  # winner, only fails
-    assert close(draco.step_advantages(-A, n, k, zeros), -A * expected)  # loser, only passes
+    assert close(draco.cited_step_advantages(A, n, zeros, k), A * expected)  # winner, only fails
+    assert close(draco.cited_step_advantages(-A, n, k, zeros), -A * expected)  # loser, only passes
 
 
 def test_worked_example():
@@ -126,30 +126,30 @@ def test_worked_example():
     p, f = np.array([2, 0, 0]), np.array([0, 1, 0])
     q = draco.step_quality(p, f)
     assert close(q, [1.0, 0.0, 0.5])
-    a = draco.step_advantages(1.0, n, p, f)  # w = [1, 0, .5], sum 1.5, N = 40
+    a = draco.cited_step_advantages(1.0, n, p, f)  # w = [1, 0, .5], sum 1.5, N = 40
     assert close(a, [1.0 * 40 * 1 / (10 * 1.5), 0.0, 40 * 0.5 / (10 * 1.5)])
-    b = draco.step_advantages(-1.0, n, p, f)  # w = [0, 1, .5]
+    b = draco.cited_step_advantages(-1.0, n, p, f)  # w = [0, 1, .5]
     assert close(b, [0.0, -40 / (20 * 1.5), -40 * 0.5 / (10 * 1.5)])
 
 
 def test_zero_token_steps_get_nothing_and_conserve():
     n = np.array([0, 5, 5])
-    a = draco.step_advantages(2.0, n, np.array([3, 1, 0]), np.array([0, 1, 0]))
+    a = draco.cited_step_advantages(2.0, n, np.array([3, 1, 0]), np.array([0, 1, 0]))
     assert a[0] == 0.0
     assert np.isclose(np.sum(n * a), 2.0 * 10)
 
 
 def test_bad_inputs_raise_clearly():
     with pytest.raises(ValueError):
-        draco.step_advantages(1.0, [1, 2], [0], [0, 0])
+        draco.cited_step_advantages(1.0, [1, 2], [0], [0, 0])
     with pytest.raises(ValueError):
-        draco.step_advantages(1.0, [-1], [0], [0])
+        draco.cited_step_advantages(1.0, [-1], [0], [0])
     with pytest.raises(ValueError):
         draco.step_quality(np.array([-1]), np.array([0]))
 
 
 def test_dropout_reward_and_advantage():
-    P, F, NA, U = draco.PASS, draco.FAIL, draco.NOT_APPLICABLE, draco.UNANSWERED
+    P, F, NA, U = draco.VERDICT_PASS, draco.VERDICT_FAIL, draco.VERDICT_NOT_APPLICABLE, draco.VERDICT_UNANSWERED
     v = np.array([
         [P, P, F, NA, U],
         [P, F, P, NA, P],
@@ -167,7 +167,7 @@ def test_dropout_reward_and_advantage():
 
 
 def test_citation_counts_use_only_surviving_pass_fail():
-    verdicts = np.array([draco.PASS, draco.FAIL, draco.PASS, draco.NOT_APPLICABLE])
+    verdicts = np.array([draco.VERDICT_PASS, draco.VERDICT_FAIL, draco.VERDICT_PASS, draco.VERDICT_NOT_APPLICABLE])
     cites = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 0], [1, 1, 1]], dtype=bool)
     p, f = draco.citation_counts(verdicts, cites, np.array([True, True, False, True]))
     assert p.tolist() == [1, 1, 0] and f.tolist() == [0, 1, 1]
@@ -177,7 +177,7 @@ def test_citation_counts_use_only_surviving_pass_fail():
 @given(ADV, steps(), st.integers(0, 20))
 def test_expand_to_tokens_places_steps_and_zero_gaps(A, s, gap):
     n, p, f = s
-    a = draco.step_advantages(A, n, p, f)
+    a = draco.cited_step_advantages(A, n, p, f)
     spans, pos = [], gap
     for nj in n:
         spans.append((pos, pos + int(nj)))
@@ -210,4 +210,4 @@ def test_variants_by_name():
         DracoVariant.parse("nonsense")
     n, p, f = [3, 4], [1, 0], [0, 1]
     assert close(draco.draco_step_advantages("static/no-credit", 0.7, n, p, f), [0.7, 0.7])
-    assert close(draco.draco_step_advantages("full", 0.7, n, p, f), draco.step_advantages(0.7, n, p, f))
+    assert close(draco.draco_step_advantages("full", 0.7, n, p, f), draco.cited_step_advantages(0.7, n, p, f))
