@@ -1,6 +1,7 @@
 # AppWorld lives in its own venv (it pins pydantic<2) and is reached over HTTP through its
 # own environment server. Set-up: venv + `appworld install` (decrypts the app code offline),
 # then generate the offline task set. Licence-protected artefacts stay under .venvs/ (ignored).
+# `rubricgym appworld setup` does the same from an installed rubricgym.
 
 APPWORLD_VENV := .venvs/appworld
 APPWORLD_PY := $(APPWORLD_VENV)/bin/python
@@ -21,7 +22,7 @@ $(APPWORLD_STAMP):
 	touch $@
 
 # The generator and the task specs are committed data; regenerate when they change.
-$(APPWORLD_DATA_STAMP): $(APPWORLD_STAMP) $(wildcard adapters/appworld/tasks/*.py) $(wildcard adapters/appworld/tasks/*.json)
+$(APPWORLD_DATA_STAMP): $(APPWORLD_STAMP) $(wildcard adapters/appworld/tasks/*.py) $(wildcard adapters/appworld/tasks/*.yaml)
 	$(APPWORLD_PY) adapters/appworld/tasks/generate.py --root $(APPWORLD_DATA)
 	touch $@
 
