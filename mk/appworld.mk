@@ -10,7 +10,7 @@ APPWORLD_VERSION ?= 0.1.3.post1
 APPWORLD_STAMP := $(APPWORLD_VENV)/.appworld-installed
 APPWORLD_DATA_STAMP := $(APPWORLD_DATA)/.generated
 
-.PHONY: appworld appworld-data
+.PHONY: appworld
 
 appworld: $(APPWORLD_DATA_STAMP)
 
