@@ -45,7 +45,14 @@ def test_good_solution_succeeds_and_bad_fails(appworld_env, task):
         last = facts[-1]
         assert last.complete_task_called and last.task_completed and last.episode_done
         assert set(task["apps"]) <= set(last.authenticated_apps)
-        assert "trca" in step_info  # the shipped operator library scored the step
+        trca = step_info["trca"]  # the shipped operator library scored every step
+        assert trca["judgments"]["task_marked_complete"] == 1
+        if kind == "good":
+            covered = {op for op, hit in trca["coverage"].items() if hit}
+            assert {"credentials_obtained", "task_app_authenticated"} <= covered, covered
+            assert ("task_app_data_read" in covered) == ("read" in task["operations"]), covered
+            needed = "answer_submitted" if "answer" in task["operations"] else "required_write_done"
+            assert needed in covered, (needed, covered)
 
 
 def test_facts_of_a_paginated_question(appworld_env):
