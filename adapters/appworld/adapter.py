@@ -173,7 +173,8 @@ class AppWorldAdapter(Adapter):
         for _ in range(2):  # a server that broke since the last episode is restarted once
             client = self._ensure_server()
             try:
-                task = client.call("initialize", timeout_s=self.setup_timeout_s, task_id=task_id, experiment_name=self.experiment_name,
+                task = client.call("initialize", timeout_s=self.setup_timeout_s, task_id=task_id,
+                                   experiment_name=self.experiment_name,
                                    timeout_seconds=self.step_timeout_s, load_ground_truth=True)
                 break
             except ServerCallError as exc:

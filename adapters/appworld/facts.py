@@ -26,7 +26,9 @@ class AppWorldFacts(Facts):
     benchmark: ClassVar[str] = "AppWorld"
 
     api_calls: list[ApiCall] = Field(default_factory=list, description="apis.<app>.<api>(...) call sites in the code")
-    apps_called: list[str] = Field(default_factory=list, description="apps whose APIs the code calls (not supervisor/api_docs)")
+    apps_called: list[str] = Field(
+        default_factory=list, description="apps whose APIs the code calls (not supervisor/api_docs)"
+    )
     num_api_calls: int = 0
     read_api_called: bool = Field(False, description="a non-mutating app API (show/search/...) was called")
     mutating_apis: list[str] = Field(default_factory=list, description="'app.api' of state-changing calls in the code")

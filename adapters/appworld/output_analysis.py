@@ -9,7 +9,9 @@ import regex
 MAX_SCAN_CHARS = 200_000
 REGEX_TIMEOUT_S = 0.5
 
-_EXCEPTION_LINE = regex.compile(r"^((?:[A-Za-z_][\w.]{0,100}?)?(?:Error|Exception|Exit|Interrupt|Warning|Iteration))(?::|$)")
+_EXCEPTION_LINE = regex.compile(
+    r"^((?:[A-Za-z_][\w.]{0,100}?)?(?:Error|Exception|Exit|Interrupt|Warning|Iteration))(?::|$)"
+)
 _API_ERROR = regex.compile(r"Response status code is (\d{3})")
 _API_MESSAGE = regex.compile(r'"message"\s*:\s*"([^"\n]{0,300})"')
 _ENTITY_ID = regex.compile(r"""["']([a-z][a-z_]{0,40}_id)["']\s*:\s*(\d{1,12})\b""")
