@@ -57,9 +57,15 @@ def format_summary(summary: dict) -> str:
         lines.append(f"  success rate      before {pct(before, 'success_rate'):>5}   after {pct(after, 'success_rate'):>5}")
         lines.append(f"  mean TRCA reward  before {num(before, 'trca_reward_mean'):>8}   after {num(after, 'trca_reward_mean'):>8}")
         lines.append(f"  mean return       before {num(before, 'return_mean'):>8}   after {num(after, 'return_mean'):>8}")
+        lines.append(f"  parsed <action>   before {pct(before, 'action_parsed_rate'):>5}   after {pct(after, 'action_parsed_rate'):>5}")
     else:
         lines.append(f"  first iteration: success {pct(before, 'success_rate')}, "
                      f"mean TRCA reward {num(before, 'trca_reward_mean')}")
+    lines.append(f"  {summary.get('trained_samples', 0)} step samples trained; last KL to the base model "
+                 f"{summary.get('final_kl', 0.0):.5f}")
+    if not summary.get("trained_samples") and summary["advantage"].startswith("trca"):
+        lines.append("  (no step had a parsed <action> with a nonzero advantage: TRCA trains action tokens only,"
+                     " so nothing was updated; see docs/trainer.md, 'Known limits')")
     lines.append(f"Run directory: {summary['run_dir']} (metrics.jsonl, trajectories/, checkpoints, tensorboard/)")
     return "\n".join(lines)
 

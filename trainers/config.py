@@ -46,6 +46,7 @@ class PromptSettings(_Section):
     )
     history: int = Field(2, ge=0, description="K: past (action, observation) pairs shown in 'window' style")
     show_admissible: bool = True
+    format_example: bool = Field(False, description="append a one-line example reply to the format instruction")
     max_admissible: int = Field(40, ge=1, description="list at most this many admissible actions")
     max_observation_chars: int = Field(1500, ge=64)
     max_prompt_tokens: int = Field(1536, ge=16, description="'chat' drops the oldest turns beyond this")

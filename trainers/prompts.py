@@ -50,6 +50,22 @@ FORMAT_INSTRUCTION = (
 )
 
 
+FORMAT_EXAMPLE = (
+    "\nReply in exactly this format, with one admissible action:\n"
+    "<think>short reasoning</think><action>{example}</action>"
+)
+
+
+def _format_instruction(view: EpisodeView, settings: PromptSettings) -> str:
+    """The paper's instruction, plus (``format_example``) a one-line example reply built from
+    the first admissible action: small models copy an example far better than they follow
+    a description of the format."""
+    if not settings.format_example:
+        return FORMAT_INSTRUCTION
+    example = (view.admissible_actions or ["<your action>"])[0]
+    return FORMAT_INSTRUCTION + FORMAT_EXAMPLE.format(example=example)
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -84,7 +100,7 @@ def window_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[st
                      f"you took:\n" + "\n".join(lines) + "\n")
         body += (f"You are now at step {view.step + 1} and your current observation is: "
                  f"{_clip(view.observation, lim)}\n\n")
-    return [{"role": "user", "content": body + _admissible(view, settings) + FORMAT_INSTRUCTION}]
+    return [{"role": "user", "content": body + _admissible(view, settings) + _format_instruction(view, settings)}]
 
 
 def chat_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[str, str]]:
@@ -92,7 +108,7 @@ def chat_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[str,
     lim = settings.max_observation_chars
     system = (
         f"You are an expert agent operating in the {view.benchmark} environment. "
-        f"Your task is to: {view.instruction}\n\n{FORMAT_INSTRUCTION}"
+        f"Your task is to: {view.instruction}\n\n{_format_instruction(view, settings)}"
     )
     messages = [{"role": "system", "content": system}]
     observation = view.initial_observation or view.observation

@@ -284,14 +284,17 @@ class Trainer:
     def summary(self, evaluate: bool) -> dict[str, Any]:
         """Before/after on the first iteration's tasks and sampling seed: 'before' is that
         iteration's own rollouts (the adapter starts as the identity, so the base policy)."""
-        first = self.read_metrics()[:1]
-        before = {k: first[0][k] for k in ("success_rate", "return_mean", "trca_reward_mean") if first and k in first[0]}
+        keys = ("success_rate", "return_mean", "trca_reward_mean", "action_parsed_rate")
+        history = self.read_metrics()
+        before = {k: history[0][k] for k in keys if history and k in history[0]}
         out: dict[str, Any] = {"run_dir": str(self.run_dir), "iterations": self.iteration,
-                               "advantage": self.config.algorithm.advantage, "before": before}
+                               "advantage": self.config.algorithm.advantage, "before": before,
+                               "trained_samples": int(sum(m.get("trained_samples", 0) for m in history)),
+                               "final_kl": history[-1].get("kl", 0.0) if history else 0.0}
         if evaluate:
             after = self.evaluate(self.tasks_for(0, self.config.algorithm.tasks_per_iteration),
                                   derive_seed(self.config.run.seed, 104729, 1))
-            out["after"] = {k: after[k] for k in ("success_rate", "return_mean", "trca_reward_mean") if k in after}
+            out["after"] = {k: after[k] for k in keys if k in after}
         latest = latest_checkpoint(self.run_dir)
         out["checkpoint"] = str(latest) if latest else None
         return out

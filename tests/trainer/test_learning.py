@@ -30,7 +30,7 @@ def test_success_rate_rises_under_grpo(tmp_path):
     obs, info = env.reset(seed=0, options={"task_id": "pick-0"})
     prompt = render_prompt(tok, EpisodeView("WordPick", info["instruction"], obs, obs, info["admissible_actions"]),
                            config.prompt)
-    warm_start_format(model, tok, [prompt], steps=60, lr=5e-3)
+    warm_start_format(model, tok, [prompt], steps=100, lr=1e-2)
 
     trainer = Trainer(config, tmp_path / "run", model=model, tokenizer=tok, env_fn=make_word_env)
     eval_tasks = [("pick-0", 101), ("pick-1", 102)] * 4  # 8 groups x G=8 = 64 rollouts
@@ -45,7 +45,7 @@ def test_success_rate_rises_under_grpo(tmp_path):
     trainer.close()
     print(f"success before {before:.2f} after {after:.2f}")
     chance = 1 - (1 - 1 / len(WORDS)) ** 2  # two tries at picking uniformly
-    assert before < chance + 0.2, f"the warm start should not already solve the task ({before:.2f})"
-    assert after >= before + 0.25 and after >= 0.55, f"success {before:.2f} -> {after:.2f}"
+    assert before < chance + 0.3, f"the warm start should not already solve the task ({before:.2f})"
+    assert after >= before + 0.25 and after >= 0.7, f"success {before:.2f} -> {after:.2f}"
     assert metrics[0]["kl"] == 0.0 and max(m["kl"] for m in metrics) > 0
     assert all(torch.isfinite(torch.tensor(m["loss"])) for m in metrics if "loss" in m)

@@ -72,6 +72,9 @@ def test_window_prompt_keeps_only_the_last_k_steps():
     text = window_messages(view, PromptSettings(history=2))[0]["content"]
     assert "act3" in text and "act4" in text and "act2" not in text
     assert "already taken 5 step(s)" in text and "'a', 'b'" in text and "<action>" in text
+    assert "<action>a</action>" not in text  # the paper's template by default
+    example = window_messages(view, PromptSettings(format_example=True))[0]["content"]
+    assert example.endswith("<think>short reasoning</think><action>a</action>")
 
 
 def test_chat_prompt_accumulates_and_drops_oldest_turns_when_too_long():
