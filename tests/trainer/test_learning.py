@@ -47,5 +47,7 @@ def test_success_rate_rises_under_grpo(tmp_path):
     chance = 1 - (1 - 1 / len(WORDS)) ** 2  # two tries at picking uniformly
     assert before < chance + 0.3, f"the warm start should not already solve the task ({before:.2f})"
     assert after >= before + 0.25 and after >= 0.7, f"success {before:.2f} -> {after:.2f}"
-    assert metrics[0]["kl"] == 0.0 and max(m["kl"] for m in metrics) > 0
+    kls = [m["kl"] for m in metrics if "kl" in m]  # absent when an iteration had nothing to train
+    assert kls and max(kls) > 0
+    assert metrics[0].get("kl", 0.0) == 0.0  # a fresh adapter is the base model
     assert all(torch.isfinite(torch.tensor(m["loss"])) for m in metrics if "loss" in m)
