@@ -19,12 +19,15 @@ class TagGrammar:
 
     ``on_multiple="reject"`` makes two action blocks a failure (the default ``<action>``
     protocol); ``"first"`` lets the first block decide (the Search-R1 protocol).
+    ``fence_kind`` set (e.g. "python") also accepts a Markdown code fence as an action block
+    of that kind (coding benchmarks); a fence inside an action tag stays in its content.
     """
 
     action_tags: tuple[str, ...] = ("action",)
     reasoning_tag: str | None = "think"
     on_multiple: str = "reject"
     max_chars: int = 32_768
+    fence_kind: str | None = None
     _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -35,14 +38,35 @@ class TagGrammar:
         names = "|".join(re.escape(t) for t in self.action_tags)
         object.__setattr__(self, "_pattern", re.compile(rf"<(/?)({names})\s*>", re.IGNORECASE))
 
+    def tokens(self, text: str) -> list[tuple[bool, str, int, int]]:
+        """Opening/closing action delimiters in order: ``(closing, kind, start, end)``."""
+        found = [(m.start(), m.end(), m.group(1) == "/", m.group(2).lower()) for m in self._pattern.finditer(text)]
+        if self.fence_kind is None:
+            return [(closing, kind, start, end) for start, end, closing, kind in found]
+        fences = [(m.start(), m.end()) for m in _FENCE.finditer(text)]
+        out: list[tuple[bool, str, int, int]] = []
+        in_tag = in_fence = False
+        for start, end, *tag in sorted([(s, e, c, k) for s, e, c, k in found] + [(s, e) for s, e in fences]):
+            if tag:  # an action tag; ignored inside a fence
+                if not in_fence:
+                    in_tag = not tag[0]
+                    out.append((tag[0], tag[1], start, end))
+            elif not in_tag:  # a fence outside any tag: alternately opens and closes
+                out.append((in_fence, self.fence_kind, start, start + 3 if in_fence else end))
+                in_fence = not in_fence
+        return out
+
     def instruction(self) -> str:
         """The format instruction shown to the agent."""
         tags = " or ".join(f"<{t}>...</{t}>" for t in self.action_tags)
+        if self.fence_kind:
+            tags += f" or one ```{self.fence_kind} ...``` block"
         think = f"<{self.reasoning_tag}>...</{self.reasoning_tag}> then " if self.reasoning_tag else ""
         return f"Reply with {think}exactly one {tags}."
 
 
 ACTION_GRAMMAR = TagGrammar()
+_FENCE = re.compile(r"```[ \t]*(?:[A-Za-z0-9_+-]*)[ \t]*\n?")
 
 
 def _fail(error: ParseError, detail: str, reasoning: tuple[str, tuple[int, int]] | None = None) -> ParsedAction:
@@ -88,19 +112,18 @@ def parse_response(text: object, grammar: TagGrammar = ACTION_GRAMMAR) -> Parsed
     open_kind: str | None = None
     open_end = 0
     unclosed = False
-    for m in grammar._pattern.finditer(text):
-        closing, kind = m.group(1) == "/", m.group(2).lower()
+    for closing, kind, t_start, t_end in grammar.tokens(text):
         if open_kind is None:
             if not closing:
-                open_kind, open_end = kind, m.end()
+                open_kind, open_end = kind, t_end
         elif closing and kind == open_kind:
-            blocks.append((kind, open_end, m.start()))
+            blocks.append((kind, open_end, t_start))
             open_kind = None
     if open_kind is not None:
         unclosed = True
 
     if not blocks:
-        first_tag = grammar._pattern.search(text)
+        first_tag = bool(grammar.tokens(text))
         reasoning = _find_reasoning(text, grammar.reasoning_tag, len(text))
         if unclosed or first_tag:
             return _fail(ParseError.UNCLOSED_TAG, "an action tag is opened but never closed", reasoning)

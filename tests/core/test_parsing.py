@@ -74,3 +74,35 @@ CLEAN = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00<"
 def test_roundtrip_of_wellformed_responses(reasoning, action):
     p = parse_response(f"<think>{reasoning}</think><action>{action}</action>")
     assert p.ok and p.action == action.strip()
+
+
+FENCED = TagGrammar(fence_kind="python")
+
+
+def test_fenced_code_block_is_an_action():
+    text = "<think>list songs</think>\n```python\nprint(1)\n```\n"
+    p = parse_response(text, FENCED)
+    assert p.ok and p.kind == "python" and p.action == "print(1)"
+    assert text[slice(*p.action_span)] == "print(1)" and p.reasoning == "list songs"
+
+
+def test_fence_inside_action_tag_stays_content_and_tags_inside_fence_are_ignored():
+    p = parse_response("<action>```python\nx = 1\n```</action>", FENCED)
+    assert p.ok and p.kind == "action" and p.action.startswith("```python")
+    p = parse_response("```python\ns = '<action>'\n```", FENCED)
+    assert p.ok and p.kind == "python" and p.action == "s = '<action>'"
+
+
+def test_fence_failures():
+    assert parse_response("```python\nx = 1\n", FENCED).error == ParseError.UNCLOSED_TAG
+    two = "```python\na\n```\n```python\nb\n```"
+    assert parse_response(two, FENCED).error == ParseError.MULTIPLE_ACTIONS
+    assert parse_response("```python\n```", FENCED).error == ParseError.EMPTY_ACTION
+    assert parse_response("```python\nx\n```").error == ParseError.MISSING_TAG  # not enabled
+
+
+@given(st.text(max_size=300))
+def test_fenced_grammar_never_raises(text):
+    p = parse_response(text, FENCED)
+    if p.ok:
+        assert text[slice(*p.action_span)] == p.action
