@@ -52,12 +52,20 @@ def format_summary(summary: dict) -> str:
         return f"{d[k]:+.4f}" if k in d else "n/a"
 
     before, after = summary.get("before", {}), summary.get("after", {})
+    warm, mid = summary.get("warmup"), summary.get("after_warmup")
     lines = [f"Trained {summary['iterations']} iteration(s) with '{summary['advantage']}' advantages."]
+    if warm:
+        lines.append(f"  warm start: {warm.get('steps')} steps on {warm.get('demonstrations')} expert demonstrations "
+                     f"from {len(warm.get('games', []))} train games, loss {warm.get('loss_first', 0):.3f} -> "
+                     f"{warm.get('loss_last', 0):.3f} ({warm.get('time_s', 0):.0f} s)")
     if after:
-        lines.append(f"  success rate      before {pct(before, 'success_rate'):>5}   after {pct(after, 'success_rate'):>5}")
-        lines.append(f"  mean TRCA reward  before {num(before, 'trca_reward_mean'):>8}   after {num(after, 'trca_reward_mean'):>8}")
-        lines.append(f"  mean return       before {num(before, 'return_mean'):>8}   after {num(after, 'return_mean'):>8}")
-        lines.append(f"  parsed <action>   before {pct(before, 'action_parsed_rate'):>5}   after {pct(after, 'action_parsed_rate'):>5}")
+        lines.append(f"  evaluated on {summary.get('eval_split', 'the first iteration tasks')}: "
+                     f"{', '.join(summary.get('eval_tasks', []))}")
+        cols = [("before", before)] + ([("after warm start", mid)] if mid else []) + [("after RL", after)]
+        lines.append("  " + " " * 18 + "".join(f"{name:>18}" for name, _ in cols))
+        for label, key, fmt in (("parsed <action>", "action_parsed_rate", pct), ("success rate", "success_rate", pct),
+                                ("mean TRCA reward", "trca_reward_mean", num), ("mean return", "return_mean", num)):
+            lines.append(f"  {label:<18}" + "".join(f"{fmt(d, key):>18}" for _, d in cols))
     else:
         lines.append(f"  first iteration: success {pct(before, 'success_rate')}, "
                      f"mean TRCA reward {num(before, 'trca_reward_mean')}")

@@ -96,6 +96,20 @@ class AlgorithmSettings(_Section):
         return value
 
 
+class WarmupSettings(_Section):
+    """Supervised format warm-up on expert demonstrations, once, before the RL iterations."""
+
+    enabled: bool | None = Field(
+        None, description="None: on when the env's adapter offers expert_plan(); true: required; false: off")
+    games: int = Field(8, ge=1, description="train tasks whose expert plans are demonstrated (never the eval tasks)")
+    steps: int = Field(20, ge=1, description="optimizer steps")
+    batch_size: int = Field(2, ge=1, description="demonstrations per optimizer step")
+    micro_batch_size: int = Field(2, ge=1)
+    lr: float = Field(2e-3, gt=0.0)
+    max_grad_norm: float = Field(1.0, gt=0.0)
+    evaluate: bool = Field(True, description="evaluate the policy before and after the warm start")
+
+
 class JudgeSettings(_Section):
     """Only read by the DRACO estimators (see docs/judge.md for the judge itself)."""
 
@@ -117,7 +131,7 @@ class RunSettings(_Section):
     evaluate_after: bool = Field(True, description="re-run the first iteration's tasks greedily-sampled after training")
     tensorboard: bool = True
     progress: bool = True
-    threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's choice)")
+    threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the usable CPUs, at most 2)")
 
 
 class TrainConfig(_Section):
@@ -128,6 +142,7 @@ class TrainConfig(_Section):
     generation: GenerationSettings = Field(default_factory=GenerationSettings)
     algorithm: AlgorithmSettings = Field(default_factory=AlgorithmSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    warmup: WarmupSettings = Field(default_factory=WarmupSettings)
     run: RunSettings = Field(default_factory=RunSettings)
 
 

@@ -23,15 +23,29 @@ from rubricgym.contract import save_jsonl
 from rubricgym.trainers.advantages import DRACO_ESTIMATORS, assign_advantages
 from rubricgym.trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from rubricgym.trainers.config import TrainConfig, dump_config, load_config
-from rubricgym.trainers.generation import HFGenerator, VLLMGenerator
+from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, available_tasks, make_env_factory
 from rubricgym.trainers.update import ppo_update
+from rubricgym.trainers.warmup import collect_demonstrations, has_expert, run_warmup
 
 log = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
 SUMMARY_FILE = "summary.json"
+WARMUP_FILE = "warmup.json"
+EVAL_SPLIT = "train: the tasks and sampling seed of RL iteration 1"
+SUMMARY_KEYS = ("success_rate", "return_mean", "trca_reward_mean", "action_parsed_rate")
+
+
+def default_threads() -> int:
+    """The usable CPUs, at most 2: more OpenMP threads than cores (or than a 135M model
+    can use) only spin."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 1
+    return max(1, min(2, usable))
 
 
 def derive_seed(*parts: int) -> int:
@@ -78,8 +92,8 @@ class Trainer:
             raise NotImplementedError(
                 "multi-process training (WORLD_SIZE > 1) is not implemented yet; run one process per GPU "
                 "experiment (see docs/trainer.md)")
-        if config.run.threads:
-            torch.set_num_threads(config.run.threads)
+        if self._device_is_cpu(config):
+            torch.set_num_threads(config.run.threads or default_threads())
         self.run_dir = Path(run_dir) if run_dir else self._new_run_dir()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         seed_everything(config.run.seed)
@@ -96,12 +110,17 @@ class Trainer:
         self.judge = judge if judge is not None else self._build_judge()
         self.iteration = 0  # completed iterations
         self.data_position = 0  # tasks drawn so far
+        self.warmup_done = False  # the warm start runs once per run, never again on resume
         self._tb: Any = None
         if resume:
             self._resume()
         (self.run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
 
     # ---- construction ------------------------------------------------------------------
+    @staticmethod
+    def _device_is_cpu(config: TrainConfig) -> bool:
+        return config.model.device == "cpu" or (config.model.device == "auto" and not torch.cuda.is_available())
+
     def _new_run_dir(self) -> Path:
         name = self.config.run.name or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         path = Path(self.config.run.output_dir) / name
@@ -246,6 +265,47 @@ class Trainer:
             self.save()
         return metrics
 
+    # ---- format warm-up (once, before RL) ------------------------------------------------
+    def eval_tasks(self) -> list[tuple[str, int]]:
+        return self.tasks_for(0, self.config.algorithm.tasks_per_iteration)
+
+    def warmup_wanted(self) -> bool:
+        enabled = self.config.warmup.enabled
+        if enabled is None:
+            return has_expert(self.collector.env(0))
+        return enabled
+
+    def warm_start(self) -> dict[str, Any]:
+        """Evaluate, behaviour-clone the expert on train games that are not eval tasks,
+        evaluate again, checkpoint as iteration 0 (so --resume never repeats it)."""
+        cfg = self.config
+        eval_tasks = self.eval_tasks()
+        eval_seed = derive_seed(cfg.run.seed, 104729, 1)
+        held = {t for t, _ in eval_tasks}
+        games = [t for t in self.tasks if t not in held][: cfg.warmup.games]
+        if not games:
+            raise ValueError("the warm start needs train tasks other than the evaluation tasks; "
+                             "lower algorithm.tasks_per_iteration or offer more tasks")
+        record: dict[str, Any] = {"games": games, "eval_tasks": [t for t, _ in eval_tasks], "eval_split": EVAL_SPLIT}
+        t0 = time.perf_counter()
+        if cfg.warmup.evaluate:
+            record["before"] = self.evaluate(eval_tasks, eval_seed)
+            self._log({"phase": "warmup", "iteration": 0, "eval": "before", **record["before"]})
+        demos = collect_demonstrations(self.env_fn, self.tokenizer, cfg.prompt, games,
+                                       derive_seed(cfg.run.seed, 31337), stop_token_ids(self.tokenizer, self.model))
+        history = run_warmup(self.model, demos, cfg.warmup, self.pad_id, derive_seed(cfg.run.seed, 271828), self._log)
+        self.generator.sync_weights(self.model, 0)
+        record.update({"demonstrations": len(demos), "steps": len(history), "loss_first": history[0]["loss"],
+                       "loss_last": history[-1]["loss"]})
+        if cfg.warmup.evaluate:
+            record["after"] = self.evaluate(eval_tasks, eval_seed)
+            self._log({"phase": "warmup", "iteration": 0, "eval": "after", **record["after"]})
+        record["time_s"] = time.perf_counter() - t0
+        self.warmup_done = True
+        (self.run_dir / WARMUP_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
+        self.save()
+        return record
+
     # ---- the whole run -----------------------------------------------------------------
     def train(self, stop_after: int | None = None, evaluate: bool | None = None) -> dict[str, Any]:
         """Run to ``run.iterations`` (or stop early after ``stop_after`` iterations, as a kill would)."""
@@ -256,6 +316,8 @@ class Trainer:
 
             bar = tqdm(total=cfg.run.iterations, initial=self.iteration, desc="train", unit="it", dynamic_ncols=True)
         done = 0
+        if self.iteration == 0 and not self.warmup_done and self.warmup_wanted():
+            self.warm_start()
         try:
             while self.iteration < cfg.run.iterations:
                 m = self.train_iteration()
@@ -284,22 +346,34 @@ class Trainer:
     def summary(self, evaluate: bool) -> dict[str, Any]:
         """Before/after on the first iteration's tasks and sampling seed: 'before' is that
         iteration's own rollouts (the adapter starts as the identity, so the base policy)."""
-        keys = ("success_rate", "return_mean", "trca_reward_mean", "action_parsed_rate")
+        keys = SUMMARY_KEYS
         history = self.read_metrics()
         before = {k: history[0][k] for k in keys if history and k in history[0]}
+        warm = self.warmup_record()
         out: dict[str, Any] = {"run_dir": str(self.run_dir), "iterations": self.iteration,
-                               "advantage": self.config.algorithm.advantage, "before": before,
+                               "advantage": self.config.algorithm.advantage,
+                               "eval_split": EVAL_SPLIT, "eval_tasks": [t for t, _ in self.eval_tasks()]}
+        if warm is not None:
+            out["warmup"] = {k: warm[k] for k in ("games", "demonstrations", "steps", "loss_first", "loss_last",
+                                                   "time_s") if k in warm}
+            if "before" in warm:
+                before = {k: warm["before"][k] for k in keys if k in warm["before"]}
+                out["after_warmup"] = {k: warm["after"][k] for k in keys if k in warm.get("after", {})}
+        out.update({"before": before,
                                "trained_samples": int(sum(m.get("trained_samples", 0) for m in history)),
-                               "final_kl": history[-1].get("kl", 0.0) if history else 0.0}
+                    "final_kl": history[-1].get("kl", 0.0) if history else 0.0})
         if evaluate:
-            after = self.evaluate(self.tasks_for(0, self.config.algorithm.tasks_per_iteration),
-                                  derive_seed(self.config.run.seed, 104729, 1))
+            after = self.evaluate(self.eval_tasks(), derive_seed(self.config.run.seed, 104729, 1))
             out["after"] = {k: after[k] for k in keys if k in after}
         latest = latest_checkpoint(self.run_dir)
         out["checkpoint"] = str(latest) if latest else None
         return out
 
     # ---- run files ---------------------------------------------------------------------
+    def warmup_record(self) -> dict[str, Any] | None:
+        path = self.run_dir / WARMUP_FILE
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
     def _log(self, metrics: dict[str, Any]) -> None:
         with open(self.run_dir / METRICS_FILE, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(metrics, sort_keys=True) + "\n")
@@ -313,16 +387,21 @@ class Trainer:
                     log.warning("tensorboard is not installed; metrics go to %s only", METRICS_FILE)
                     self.config.run.tensorboard = False
                     return
+            warm = metrics.get("phase") == "warmup"
+            prefix = f"warmup/{metrics.get('eval', '')}{'_' if 'eval' in metrics else ''}" if warm else ""
+            step = metrics.get("warmup_step", 0) if warm else metrics["iteration"]
             for key, value in metrics.items():
-                if key != "iteration" and isinstance(value, (int, float)):
-                    self._tb.add_scalar(key, value, metrics["iteration"])
+                if key not in ("iteration", "warmup_step") and isinstance(value, (int, float)):
+                    self._tb.add_scalar(prefix + key, value, step)
             self._tb.flush()
 
-    def read_metrics(self) -> list[dict[str, Any]]:
+    def read_metrics(self, phase: str | None = "rl") -> list[dict[str, Any]]:
+        """Lines of one phase ("rl": the iterations; "warmup"), or all of them (None)."""
         path = self.run_dir / METRICS_FILE
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [m for m in lines if phase is None or m.get("phase", "rl") == phase]
 
     def _save_trajectories(self, groups: Sequence[Sequence[Rollout]], it: int) -> None:
         folder = self.run_dir / "trajectories"
@@ -340,7 +419,7 @@ class Trainer:
         save_jsonl(folder / f"iter-{it:06d}.jsonl", trajs)
 
     def save(self) -> Path:
-        extra = {"data_position": self.data_position, "config": self.config.model_dump(mode="json")}
+        extra = {"data_position": self.data_position, "warmup_done": self.warmup_done, "config": self.config.model_dump(mode="json")}
         return save_checkpoint(self.run_dir, self.iteration, self.model, self.optimizer, self.scheduler, extra,
                                keep=self.config.run.keep_checkpoints)
 
@@ -351,8 +430,9 @@ class Trainer:
         state = load_checkpoint(ckpt, self.model, self.optimizer, self.scheduler)
         self.iteration = int(state["iteration"])
         self.data_position = int(state["data_position"])
+        self.warmup_done = bool(state.get("warmup_done", False)) or (self.run_dir / WARMUP_FILE).is_file()
         # metrics written after the checkpoint belong to iterations that will be redone
-        kept = [m for m in self.read_metrics() if m["iteration"] <= self.iteration]
+        kept = [m for m in self.read_metrics(None) if m["iteration"] <= self.iteration]
         (self.run_dir / METRICS_FILE).write_text("".join(json.dumps(m, sort_keys=True) + "\n" for m in kept),
                                                  encoding="utf-8")
         self.generator.sync_weights(self.model, self.iteration)

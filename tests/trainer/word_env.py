@@ -93,3 +93,14 @@ def warm_start_format(model, tokenizer, prompt_ids: list[list[int]], steps: int 
         opt.step()
         opt.zero_grad()
     model.eval()
+
+
+class ExpertWordAdapter(WordAdapter):
+    """The word task with an expert: its plan is the correct word (for warm-start tests)."""
+
+    def expert_plan(self, from_current_state: bool = False) -> list[str]:
+        return [CORRECT]
+
+
+def make_expert_word_env(max_steps: int = 2, num_tasks: int = 4) -> RubricEnv:
+    return RubricEnv(ExpertWordAdapter(num_tasks=num_tasks), max_steps=max_steps)

@@ -1,0 +1,144 @@
+"""Format warm-up: behaviour cloning on expert demonstrations before RL.
+
+A small model that never emits a parseable ``<action>`` block gives RL nothing to train
+(TRCA credits action tokens only). The warm start replays the benchmark's expert plan
+(``env.unwrapped.adapter.expert_plan()``) through a real env, builds the prompt the trainer
+itself would show at each step, and trains LoRA with cross-entropy on the response tokens
+only. Demonstrations change only the initial policy: they are played in a separate env
+instance that is closed afterwards, and no demonstration step reaches the RL batches,
+rewards or credit.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rubricgym.trainers.config import PromptSettings, WarmupSettings
+from rubricgym.trainers.prompts import EpisodeView, PastStep, render_prompt
+from rubricgym.trainers.rollout import StepSample
+from rubricgym.trainers.update import collate, micro_batches, response_logprobs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Demonstration:
+    task_id: str
+    step: int
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_text: str
+
+
+def demonstration_response(instruction: str, command: str) -> str:
+    """Short templated reasoning, then the expert's command, in the trained format."""
+    goal = instruction.rstrip(". ") or "finish the task"
+    return f"<think>To {goal}, the next step is: {command}.</think><action>{command}</action>"
+
+
+def has_expert(env: Any) -> bool:
+    return callable(getattr(getattr(env.unwrapped, "adapter", None), "expert_plan", None))
+
+
+def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: PromptSettings,
+                           tasks: Sequence[str], seed: int, stop_ids: Sequence[int] = ()) -> list[Demonstration]:
+    """Replay each task's expert plan through a fresh env; one demonstration per accepted step.
+
+    Steps run until the plan ends or the env's own budget stops the episode, so prompts are
+    exactly those the policy sees in RL (same builder, same history window)."""
+    env = env_fn()
+    if not has_expert(env):
+        env.close()
+        raise ValueError("warmup.enabled=true, but this env's adapter has no expert_plan() to learn from")
+    demos: list[Demonstration] = []
+    try:
+        for k, task_id in enumerate(tasks):
+            obs, info = env.reset(seed=seed + k, options={"task_id": task_id})
+            adapter = env.unwrapped.adapter
+            view = EpisodeView(benchmark=getattr(adapter, "benchmark", ""), instruction=str(info.get("instruction", "")),
+                               initial_observation=obs, observation=obs,
+                               admissible_actions=info.get("admissible_actions"))
+            for command in adapter.expert_plan():
+                prompt_ids = render_prompt(tokenizer, view, prompt)
+                text = demonstration_response(view.instruction, command)
+                response_ids = list(tokenizer(text, add_special_tokens=False)["input_ids"]) + list(stop_ids[:1])
+                obs, _, terminated, truncated, info = env.step(text)
+                transition = info.get("transition")
+                if transition is None or not transition.action.ok or transition.error:
+                    log.warning("expert step %r of %s was not accepted; demonstration cut there", command, task_id)
+                    break
+                demos.append(Demonstration(task_id, view.step, prompt_ids, response_ids, text))
+                view.history.append(PastStep(response=text, action=command, observation=obs))
+                view.observation = obs
+                view.admissible_actions = info.get("admissible_actions")
+                if terminated or truncated:
+                    break
+    finally:
+        env.close()
+    return demos
+
+
+def as_sample(demo: Demonstration) -> StepSample:
+    """Every response token trained (advantage 1 is unused by the SFT loss)."""
+    n = len(demo.response_ids)
+    return StepSample(prompt_ids=demo.prompt_ids, response_ids=demo.response_ids, response_text=demo.response_text,
+                      reasoning_tokens=None, action_tokens=None, reward=0.0, env_reward=0.0,
+                      token_advantages=[1.0] * n, loss_mask=[True] * n)
+
+
+def sft_loss(model: Any, samples: Sequence[StepSample], pad_id: int, num_tokens: float) -> tuple[torch.Tensor, float]:
+    """Summed cross-entropy of the response tokens / ``num_tokens``; prompt and padding
+    positions are never targets (``collate`` lays prompts left of the response columns)."""
+    device = next(model.parameters()).device
+    batch = collate(samples, pad_id, device)
+    logp, _ = response_logprobs(model, batch)
+    mask = batch.loss_mask.float()
+    nll = -(logp * mask).sum()
+    return nll / num_tokens, float(mask.sum())
+
+
+def run_warmup(model: Any, demos: Sequence[Demonstration], settings: WarmupSettings, pad_id: int, seed: int,
+               log_fn: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, float]]:
+    """``settings.steps`` AdamW steps on LoRA, each over ``batch_size`` demonstrations drawn
+    without replacement per pass (seeded); returns one metrics dict per step."""
+    if not demos:
+        raise ValueError("the warm start has no demonstrations (no expert step was accepted)")
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
+    rng = random.Random(seed)
+    order: list[int] = []
+    history: list[dict[str, float]] = []
+    was_training = model.training
+    model.train()
+    for step in range(1, settings.steps + 1):
+        picked = []
+        while len(picked) < min(settings.batch_size, len(demos)):
+            if not order:
+                order = list(range(len(demos)))
+                rng.shuffle(order)
+            picked.append(order.pop())
+        samples = [as_sample(demos[i]) for i in picked]
+        num_tokens = float(sum(len(s.response_ids) for s in samples))
+        optimizer.zero_grad(set_to_none=True)
+        total = 0.0
+        for mb in micro_batches(list(range(len(samples))), settings.micro_batch_size):
+            loss, _ = sft_loss(model, [samples[i] for i in mb], pad_id, num_tokens)
+            loss.backward()
+            total += float(loss.detach())
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm))
+        optimizer.step()
+        metrics = {"phase": "warmup", "iteration": 0, "warmup_step": step, "loss": total, "grad_norm": grad_norm,
+                   "tokens": num_tokens}
+        history.append(metrics)
+        if log_fn is not None:
+            log_fn(metrics)
+    optimizer.zero_grad(set_to_none=True)
+    if not was_training:
+        model.eval()
+    return history
