@@ -10,11 +10,12 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.rubricgym-installed
 
-.PHONY: venv demo test test-fast setup clean-venv
+.PHONY: venv demo play test test-fast setup clean-venv
 .DEFAULT_GOAL := help
 
 help:
-	@echo "make demo   - run the main job on embedded defaults"
+	@echo "make demo   - run the main job on embedded defaults (rubricgym train)"
+	@echo "make play   - scripted ALFWorld play printing every step's facts"
 	@echo "make test   - set up everything and run the whole test suite"
 	@echo "make test-fast - only the fast tests (no slow real-model/engine tests)"
 
@@ -33,7 +34,12 @@ $(STAMP): pyproject.toml
 
 setup: venv $(SETUP_TARGETS)
 
-demo: setup
+# The main job: GRPO + LoRA on SmolLM2-135M with TRCA rewards over the bundled ALFWorld games.
+demo: venv
+	$(PY) -m rubricgym.cli train
+
+# Watch the environment alone: scripted expert play with each step's facts printed.
+play: venv
 	$(PY) -m rubricgym.cli demo
 
 test-fast: setup
