@@ -8,31 +8,18 @@ Games load with ``textworld.start`` and alfworld's own wrappers (``AlfredDemangl
 from __future__ import annotations
 
 import os
-import random
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineState, EngineStep
 from rubricgym.adapters.alfworld.binder import bind_task
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
-from rubricgym.adapters.alfworld.games import collect_games, resolve_split_dir
+from rubricgym.adapters.alfworld.games import collect_games, resolve_split_dir, seeded_global_random
 from rubricgym.adapters.alfworld.observe import NOTHING, ObservedWorld, StepEvents, parse_command
 from rubricgym.contract import Outcome, ParsedAction
-
-
-@contextmanager
-def _seeded_random(seed: int) -> Iterator[None]:
-    """alfworld/TextWorld draw from the global ``random``; seed it for one call, then restore."""
-    state = random.getstate()
-    random.seed(seed)
-    try:
-        yield
-    finally:
-        random.setstate(state)
 
 
 def _start(game_file: Path, shuffle: bool, policy: bool = False) -> Any:
@@ -100,7 +87,7 @@ class ALFWorldAdapter(Adapter):
         # one integer per (task, seed): drives every draw alfworld/TextWorld make from `random`
         derived = zlib.crc32(f"{task_id}:{seed}".encode())
         try:
-            with _seeded_random(derived):
+            with seeded_global_random(derived):
                 self._env = self._engine(game_file)
                 state = self._env.reset()
         except Exception as exc:
@@ -226,7 +213,7 @@ class ALFWorldAdapter(Adapter):
         if not from_current_state and task_id in self._plans:
             return list(self._plans[task_id])
         game_file = self._games[task_id]
-        with _seeded_random(zlib.crc32(f"{task_id}:{self._seed}".encode())):
+        with seeded_global_random(zlib.crc32(f"{task_id}:{self._seed}".encode())):
             env = _start(game_file, shuffle=self.domain_randomization, policy=True)
         try:
             state = env.reset()

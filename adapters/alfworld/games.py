@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 BUNDLED_ROOT = Path(__file__).parent / "games"
@@ -61,3 +64,15 @@ def collect_games(split_dir: Path) -> dict[str, Path]:
             continue
         games[rel] = game_file
     return dict(sorted(games.items()))
+
+
+@contextmanager
+def seeded_global_random(seed: int | str) -> Iterator[None]:
+    """alfworld/TextWorld draw from the global ``random`` (template phrasing, name shuffles):
+    seed it for one call, then put the caller's state back."""
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(state)

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rubricgym.adapters.alfworld.games import TASK_TYPES, seeded_global_random
 from rubricgym.adapters.alfworld.rooms import (
     EXTRA_CAN_CONTAIN,
     LAMP_HOSTS,
@@ -32,14 +30,6 @@ from rubricgym.adapters.alfworld.rooms import (
     TRANSFORM_SET,
 )
 
-TASK_TYPES = (
-    "pick_and_place_simple",
-    "look_at_obj_in_light",
-    "pick_clean_then_place_in_recep",
-    "pick_heat_then_place_in_recep",
-    "pick_cool_then_place_in_recep",
-    "pick_two_obj_and_place",
-)
 TRANSFORM_OF = {
     "pick_clean_then_place_in_recep": "clean",
     "pick_heat_then_place_in_recep": "heat",
@@ -271,17 +261,6 @@ def problem_pddl(spec: GameSpec, name: str) -> str:
 
 
 # -- files --------------------------------------------------------------------------------
-@contextmanager
-def seeded_global_random(seed: str) -> Iterator[None]:
-    """alfworld's template choice uses the global ``random``: seed it, then put it back."""
-    state = random.getstate()
-    random.seed(seed)
-    try:
-        yield
-    finally:
-        random.setstate(state)
-
-
 def task_description(task_type: str, params: dict[str, object], rng: random.Random) -> str:
     import alfworld.gen.goal_library as glib
 

@@ -8,12 +8,10 @@ import sys
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from rubricgym.adapters.alfworld.games import BUNDLED_ROOT, collect_games
+from rubricgym.adapters.alfworld.games import BUNDLED_ROOT, TASK_TYPES, collect_games
 
 TRAIN = list(collect_games(BUNDLED_ROOT / "train"))
 EVAL = list(collect_games(BUNDLED_ROOT / "eval"))
-TASK_TYPES = ("pick_and_place_simple", "look_at_obj_in_light", "pick_clean_then_place_in_recep",
-              "pick_heat_then_place_in_recep", "pick_cool_then_place_in_recep", "pick_two_obj_and_place")
 
 
 def test_bundle_covers_every_task_type_in_both_splits():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rubricgym.adapters.appworld.tasks import load_catalog
 
 
@@ -18,3 +20,17 @@ def run_cells(env, task_id: str, cells: list[str], fenced: bool = False):
 
 
 TASKS = load_catalog()
+
+
+def process_gone(pid: int, within_s: float = 20.0) -> bool:
+    """True once ``pid`` has exited (or is a zombie) within ``within_s`` seconds."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().split(")")[-1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False

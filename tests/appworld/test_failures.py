@@ -10,7 +10,7 @@ import time
 
 import gymnasium as gym
 import pytest
-from appworld_helpers import TASKS, run_cells
+from appworld_helpers import TASKS, process_gone, run_cells
 
 pytestmark = pytest.mark.slow
 STEP_TIMEOUT_S, MARGIN_S = 2, 4
@@ -40,17 +40,6 @@ def _assert_failure_transition(result, what: str):
     assert info["outcome"].success is None
 
 
-def _gone(pid: int, within_s: float = 15.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().split(")")[-1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_killed_server_mid_episode_is_labelled_and_reset_recovers(env):
@@ -80,7 +69,7 @@ def test_hung_server_hits_the_step_timeout_and_is_restarted(env):
     elapsed = time.monotonic() - start
     _assert_failure_transition(result, "server hung")
     assert elapsed < STEP_TIMEOUT_S + MARGIN_S + 10  # bounded by the configured call timeout
-    assert _gone(pid, within_s=1.0), "a hung server is killed at once"
+    assert process_gone(pid, within_s=1.0), "a hung server is killed at once"
     _solve(env, "fscount_1")
     assert adapter.server.pid != pid
 

@@ -7,25 +7,14 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import gymnasium as gym
 import pytest
+from appworld_helpers import process_gone
 
 pytestmark = pytest.mark.slow
 
 
-def _gone(pid: int, within_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().split(")")[-1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_two_envs_get_two_loopback_servers_and_close_stops_them():
@@ -47,7 +36,7 @@ def test_two_envs_get_two_loopback_servers_and_close_stops_them():
     finally:
         a.close()
         b.close()
-    assert all(_gone(pid, within_s=1.0) for pid in pids)  # close waited on the PIDs
+    assert all(process_gone(pid, within_s=1.0) for pid in pids)  # close waited on the PIDs
     assert not outputs.exists()
     a.close()  # safe twice
 
@@ -69,10 +58,10 @@ def test_no_orphan_server_when_the_owner_exits_or_dies(how):
     try:
         pid = int(proc.stdout.readline())
         if how == "killed":
-            assert not _gone(pid, within_s=0.5)
+            assert not process_gone(pid, within_s=0.5)
             proc.send_signal(signal.SIGKILL)  # no atexit: the parent-death signal must reap it
         proc.wait(timeout=60)
-        assert _gone(pid), f"AppWorld server {pid} outlived its owner ({how})"
+        assert process_gone(pid), f"AppWorld server {pid} outlived its owner ({how})"
     finally:
         if proc.poll() is None:
             proc.kill()
