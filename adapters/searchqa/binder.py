@@ -91,7 +91,7 @@ def _entities(question: str) -> list[str]:
         while words and words[-1].lower() in CONNECTORS:
             words = words[:-1]
         for span in _split_pair(words):
-            if span and not regex.fullmatch(r"\d+(?:st|nd|rd|th|s)?", span, timeout=_T):
+            if regex.search(r"[A-Z]", span, timeout=_T):  # "1990 and 2000" is a constraint, not a name
                 found.append(span)
     return list(dict.fromkeys(found))
 

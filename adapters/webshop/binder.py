@@ -72,6 +72,7 @@ _LEAD_FILLER = regex.compile(r"^(?:(?:is|are|be|it\s+is|it's|they\s+are|has|have
 _PHRASE = regex.compile(r"^[a-z0-9][a-z0-9'&./()\- ]*$")
 _WS = regex.compile(r"\s+")
 _MAX_WORDS = 8
+_MAX_PHRASE_CHARS = 80
 
 
 def goal_text(instruction: str) -> str:
@@ -87,7 +88,8 @@ def goal_text(instruction: str) -> str:
 def _phrase(piece: str) -> str:
     piece = _LEAD_FILLER.sub("", piece.strip(" .!?\"'-"), timeout=_T)
     piece = _DETERMINER.sub("", piece, timeout=_T).strip(" .!?\"'-")
-    if not piece or not _PHRASE.match(piece, timeout=_T) or len(piece.split()) > _MAX_WORDS:
+    if not piece or len(piece) > _MAX_PHRASE_CHARS or len(piece.split()) > _MAX_WORDS \
+            or not _PHRASE.match(piece, timeout=_T):
         return ""
     return piece
 

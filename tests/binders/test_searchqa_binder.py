@@ -28,6 +28,8 @@ CASES = [
      "taller", []),
     ("The Oberoi family is part of a hotel company that has a head office in what city?", "place", ["Oberoi"],
      "family part hotel company head office city", []),
+    ("which team won the most titles between 1990 and 2000", "entity", [], "team won titles",
+     ["between 1990 and 2000", "most"]),
     ("who won the 3rd season of the voice in 2012", "person", [], "won season voice", ["in 2012", "3rd"]),
 ]
 

@@ -46,6 +46,7 @@ def test_unparseable_fields_stay_empty():
     b = bind_task("")
     assert b == WebShopBinding()
     assert bind_task("and price lower than 12.50 dollars") == WebShopBinding(price_upper=12.5)
+    assert bind_task("i need a " + "x" * 500).product_type == ""  # not a noun phrase: left empty
 
 
 def test_schema_and_determinism():
