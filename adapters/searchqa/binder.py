@@ -38,7 +38,6 @@ STOPWORDS = frozenset(
 )
 CONNECTORS = frozenset("of the and de la le von van du del da di for on in & 's".split())
 
-_Q = r"(?:^|[,;:]\s*)"
 _YES_NO = regex.compile(rf"^(?:{'|'.join(AUXILIARIES)})(?:n't)?\b")
 _NUMBER = regex.compile(r"\bhow\s+(?:many|much|long|old|far|tall|high|big|large|deep|wide|often|fast)\b|"
                         r"\bwhat\s+(?:is\s+the\s+)?(?:number|percentage|amount|population|size|age|height|length)\b")
@@ -83,7 +82,7 @@ def _entities(question: str) -> list[str]:
             continue
         words = m.group(0).split()
         # the sentence-initial capital is grammar, not a name, when it is a question/function word
-        if m.start() == question.find(words[0]) and first and first.start() == m.start() \
+        if first and first.start() == m.start() \
                 and words[0].lower() in STOPWORDS | set(AUXILIARIES):
             words = words[1:]
             while words and words[0].lower() in CONNECTORS:
