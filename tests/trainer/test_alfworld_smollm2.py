@@ -15,12 +15,13 @@ from rubricgym.trainers.trainer import Trainer  # noqa: E402
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a real 135M model on a shared 2-core CPU: minutes, more under contention
 def test_one_trca_iteration_on_alfworld_with_smollm2(tmp_path):
     config = load_config(None, [
         "model.name=smollm2", "model.device=cpu", "env.id=ALFWorld-Rubric-v0", "env.max_steps=2",
         "algorithm.advantage=trca", "algorithm.group_size=2", "algorithm.tasks_per_iteration=1",
         "generation.max_new_tokens=48", "run.iterations=1", "run.progress=false", "run.evaluate_after=false",
-        "warmup.games=4", "warmup.steps=12",
+        "warmup.games=2", "warmup.steps=10",
         f"run.output_dir={tmp_path}", "run.name=alf",
     ])
     trainer = Trainer(config)
