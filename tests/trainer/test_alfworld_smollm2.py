@@ -20,7 +20,7 @@ def test_one_trca_iteration_on_alfworld_with_smollm2(tmp_path):
     config = load_config(None, [
         "model.name=smollm2", "model.device=cpu", "env.id=ALFWorld-Rubric-v0", "env.max_steps=2",
         "algorithm.advantage=trca", "algorithm.group_size=2", "algorithm.tasks_per_iteration=1",
-        "generation.max_new_tokens=48", "run.iterations=1", "run.progress=false", "run.evaluate_after=false",
+        "generation.max_new_tokens=64", "run.iterations=1", "run.progress=false", "run.evaluate_after=false",
         "warmup.games=2", "warmup.steps=10",
         f"run.output_dir={tmp_path}", "run.name=alf",
     ])
