@@ -183,13 +183,25 @@ class Trainer:
             import yaml
 
             options = {**(yaml.safe_load(Path(self.config.judge.config).read_text()) or {}), **options}
-        if self.config.judge.self_judge:
-            raise NotImplementedError("judge.self_judge (the policy judging itself) is not wired into the trainer yet")
         judge_cfg = self.config.judge
         adapter = getattr(self.collector.env(0).unwrapped, "adapter", None)
         rubric = (load_rubric(judge_cfg.static_rubric) if judge_cfg.static_rubric
                   else default_rubric_for(getattr(adapter, "benchmark", "")))
-        return DracoJudge.from_settings(JudgeSettings(**options), static_rubric=rubric)
+        settings = JudgeSettings(**options)
+        if judge_cfg.self_judge:
+            # The policy judges its own rollouts, in process. Repeats must be able to differ,
+            # so a zero temperature is raised to 1; the backend's model id names the policy
+            # version (set per iteration) so cached verdicts of older weights are never reused.
+            from rubricgym.judges.client import TransformersChatBackend
+
+            if settings.temperature <= 0:
+                settings = settings.model_copy(update={"temperature": 1.0})
+            backend = TransformersChatBackend(self.model, self.tokenizer, model_id=self._policy_id(0))
+            return DracoJudge(backend, settings, static_rubric=rubric, self_judge=True)
+        return DracoJudge.from_settings(settings, static_rubric=rubric)
+
+    def _policy_id(self, iteration: int) -> str:
+        return f"policy:{self.run_dir.name}:iter{iteration}"
 
     def _lr_lambda(self, step: int) -> float:
         alg = self.config.algorithm
@@ -229,6 +241,8 @@ class Trainer:
         groups = self.rollouts(tasks, derive_seed(cfg.run.seed, 104729, it), timings)
         # 2. credit: per-token advantages and masks, by estimator name
         t0 = time.perf_counter()
+        if cfg.judge.self_judge and self.judge is not None:
+            self.judge.backend.model_id = self._policy_id(it)  # the weights that made these rollouts
         assign_advantages(groups, cfg.algorithm.advantage, gamma=cfg.algorithm.gamma, lam=cfg.algorithm.trca_lambda,
                           eps=cfg.algorithm.eps, judge=self.judge, iteration=it)
         credit_s = time.perf_counter() - t0
