@@ -58,22 +58,15 @@ def grpo_group(group: Sequence[Rollout], eps: float) -> list[np.ndarray]:
 
 
 def trca_signals(rollout: Rollout) -> Any:
-    from rubricgym.credit.trca import RolloutSignals
+    from rubricgym.credit.trca import signals_from_steps
 
-    r_f, r_b, r_t = [], [], []
-    for step in rollout.steps:
-        trca = step.info.get("trca")
-        if trca is None:
-            raise MissingRewardSignal(
-                f"task {rollout.task_id}: a step has no info['trca']; the 'trca' estimators need the TRCA "
-                "reward wrapper (gym.make(..., reward='default') with an operator library)"
-            )
-        r_f.append(float(trca["r_F"]))
-        r_b.append(float(trca["r_B"]))
-        r_t.append(float(trca["r_TRCA"]))
-    return RolloutSignals(r_f=r_f, r_b=r_b, env_rewards=[s.env_reward for s in rollout.steps],
-                          context_keys=[s.context_key for s in rollout.steps], r_trca=r_t,
-                          outcome=rollout.env_return)
+    try:
+        return signals_from_steps(rollout.steps, f"task {rollout.task_id}:", outcome=rollout.env_return)
+    except ValueError as exc:
+        raise MissingRewardSignal(
+            f"{exc}; the 'trca' estimators need the TRCA reward wrapper "
+            "(gym.make(..., reward='default') with an operator library)"
+        ) from exc
 
 
 def trca_group(group: Sequence[Rollout], estimator: str, gamma: float, lam: float | None,

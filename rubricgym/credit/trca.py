@@ -251,23 +251,34 @@ class RolloutSignals:
         return len(self.context_keys)
 
 
-def signals_from_trajectory(trajectory: Any) -> RolloutSignals:
-    """Read a ``Trajectory`` whose transitions carry ``info["trca"]`` (the reward wrapper
-    writes it). Raises when a step was not scored, rather than guessing zeros."""
-    r_f, r_b, r_t, env, keys = [], [], [], [], []
-    for tr in trajectory.transitions:
-        trca = tr.info.get("trca")
+def signals_from_steps(steps: Sequence[Any], label: str = "?", outcome: float | None = None) -> RolloutSignals:
+    """Read any steps carrying ``info["trca"]`` (the reward wrapper writes it), ``env_reward``
+    and ``context_key``: a ``Trajectory``'s transitions or a trainer's step records. Raises
+    when a step was not scored, rather than guessing zeros."""
+    r_f, r_b, r_t = [], [], []
+    for index, step in enumerate(steps):
+        trca = step.info.get("trca")
         if trca is None:
             raise ValueError(
-                f"trajectory {getattr(trajectory, 'task_id', '?')} step {tr.step} has no info['trca']: "
+                f"{label} step {getattr(step, 'step', index)} has no info['trca']: "
                 "collect rollouts through the TRCA reward wrapper"
             )
-        r_f.append(trca["r_F"])
-        r_b.append(trca["r_B"])
-        r_t.append(trca["r_TRCA"])
-        env.append(tr.env_reward)
-        keys.append(tr.context_key)
-    return RolloutSignals(r_f=r_f, r_b=r_b, env_rewards=env, context_keys=keys, r_trca=r_t)
+        r_f.append(float(trca["r_F"]))
+        r_b.append(float(trca["r_B"]))
+        r_t.append(float(trca["r_TRCA"]))
+    return RolloutSignals(
+        r_f=r_f,
+        r_b=r_b,
+        env_rewards=[s.env_reward for s in steps],
+        context_keys=[s.context_key for s in steps],
+        r_trca=r_t,
+        outcome=outcome,
+    )
+
+
+def signals_from_trajectory(trajectory: Any) -> RolloutSignals:
+    """``signals_from_steps`` over a ``Trajectory``'s transitions."""
+    return signals_from_steps(trajectory.transitions, f"trajectory {getattr(trajectory, 'task_id', '?')}")
 
 
 def _as_signals(item: Any) -> RolloutSignals:

@@ -19,6 +19,21 @@ def _added_only(model: str) -> Check:
             f'test.case(models.changed_model_names(), "==", {{"{model}"}})')
 
 
+def _one_file_added() -> list[Check]:
+    """Exactly one file added, with private_data's path, content and owner (directories ignored,
+    as the official evaluations do)."""
+    return [
+        ("assert model changes match file_system.File, ignoring file_system.Directory.", "no_op_fail",
+         'test.case(models.changed_model_names(ignore=["file_system.Directory"]), "==", {"file_system.File"})'),
+        ("assert exactly one file was added with private_data path, content and owner.", "no_op_fail",
+         'added, updated, removed = models.changed_records("file_system.File")\n'
+         'test.case((len(added), len(updated), len(removed)), "==", (1, 0, 0))\n'
+         'f = added[0]\n'
+         'test.case((f.path, f.user_id), "==", (private_data.path, private_data.user_id))\n'
+         'test.case(f.content, "==", private_data.content, strip=True)'),
+    ]
+
+
 def _no_changes() -> Check:
     return ("assert no model changes.", "no_op_pass", 'test.case(models.changed_model_names(), "==", set())')
 
@@ -160,16 +175,7 @@ def ground_truth(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
     gt["fscreate_1"] = dict(answer=None, private=dict(
         path=F["home"] + "documents/shopping_list.txt", content="eggs, milk, bread", user_id=F["user"]),
-        tests=[
-            ("assert model changes match file_system.File, ignoring file_system.Directory.", "no_op_fail",
-             'test.case(models.changed_model_names(ignore=["file_system.Directory"]), "==", {"file_system.File"})'),
-            ("assert exactly one file was added with private_data path, content and owner.", "no_op_fail",
-             'added, updated, removed = models.changed_records("file_system.File")\n'
-             'test.case((len(added), len(updated), len(removed)), "==", (1, 0, 0))\n'
-             'f = added[0]\n'
-             'test.case((f.path, f.user_id), "==", (private_data.path, private_data.user_id))\n'
-             'test.case(f.content, "==", private_data.content, strip=True)'),
-        ])
+        tests=_one_file_added())
     gt["fscount_1"] = _question(len(W.ERRANDS))
     gt["fstodo_1"] = dict(answer=None, private=dict(titles=W.ERRANDS, inbox_id=T["project"]["Inbox"]), tests=[
         _added_only("todoist.Task"),
@@ -183,16 +189,7 @@ def ground_truth(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
     ])
     gt["notefile_1"] = dict(answer=None, private=dict(
         path=F["home"] + "documents/ideas.txt", content=W.NOTE_IDEAS, user_id=F["user"]),
-        tests=[
-            ("assert model changes match file_system.File, ignoring file_system.Directory.", "no_op_fail",
-             'test.case(models.changed_model_names(ignore=["file_system.Directory"]), "==", {"file_system.File"})'),
-            ("assert exactly one file was added with private_data path, content and owner.", "no_op_fail",
-             'added, updated, removed = models.changed_records("file_system.File")\n'
-             'test.case((len(added), len(updated), len(removed)), "==", (1, 0, 0))\n'
-             'f = added[0]\n'
-             'test.case((f.path, f.user_id), "==", (private_data.path, private_data.user_id))\n'
-             'test.case(f.content, "==", private_data.content, strip=True)'),
-        ])
+        tests=_one_file_added())
 
     gt["phonecontact_1"] = dict(answer=None, private=dict(
         first_name="Linus", last_name="Pauling", phone_number="5559876543", email="linus.pauling@gmail.com",
