@@ -93,7 +93,14 @@ _FACTS_REGISTRY["base"] = Facts
 
 
 def facts_model_for(benchmark: str) -> type[Facts]:
-    """The Facts subclass registered for a benchmark (base Facts when unknown)."""
+    """The Facts model of a benchmark: its plugin spec's, else a Facts subclass defined in
+    this process (ad-hoc envs), else the base Facts."""
+    from rubricgym.registration import BENCHMARKS, discover
+
+    discover()
+    spec = BENCHMARKS.get(benchmark)
+    if spec is not None:
+        return spec.facts_model
     return _FACTS_REGISTRY.get(benchmark, Facts)
 
 

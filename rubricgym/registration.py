@@ -1,67 +1,110 @@
-"""Environment ids, and the factory behind ``gym.make("<Benchmark>-Rubric-v0")``.
+"""The benchmark registry and the factory behind ``gym.make("<Benchmark>-Rubric-v0")``.
 
-Each benchmark is described by a ``BenchmarkSpec``; its adapter module is imported only
-when an env is made, so a missing optional dependency fails with the extra to install.
+Benchmarks are discovered through the ``rubricgym.benchmarks`` entry-point group (the
+built-in ones use it too), so an installed third-party package adds a benchmark and its
+env ids with no change to rubricgym. Adapter modules are imported only when an env is made.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
-from dataclasses import dataclass, field
+import logging
+import warnings
+from importlib.metadata import entry_points
 from typing import Any
 
 import gymnasium as gym
 
+from rubricgym.benchmark import BenchmarkSpec, load_ref
 from rubricgym.env import RubricEnv
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "rubricgym.benchmarks"
+
+BENCHMARKS: dict[str, BenchmarkSpec] = {}
+_ENV_IDS: dict[str, str] = {}  # env id -> benchmark name
+_discovered = False
 
 
 class BenchmarkNotInstalled(ImportError):
     """An env id was made whose benchmark's optional dependencies are missing."""
 
 
-@dataclass(frozen=True)
-class BenchmarkSpec:
-    name: str
-    adapter: str  # "module:Class"
-    extra: str
-    requires: tuple[str, ...]
-    env_ids: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> adapter kwargs
-    max_steps: int = 50
-
-
-BENCHMARKS: dict[str, BenchmarkSpec] = {}
+class UnknownBenchmark(LookupError):
+    """No registered benchmark has that name (or env id)."""
 
 
 def register_benchmark(spec: BenchmarkSpec) -> None:
+    """Add a benchmark and register its env ids with gymnasium (idempotent per name)."""
+    if spec.name in BENCHMARKS and BENCHMARKS[spec.name] is not spec:
+        raise ValueError(f"benchmark {spec.name!r} is registered twice")
     BENCHMARKS[spec.name] = spec
-    for env_id, kwargs in spec.env_ids.items():
-        if env_id in gym.registry:
+    for env in spec.env_ids:
+        owner = _ENV_IDS.setdefault(env.id, spec.name)
+        if owner != spec.name:
+            raise ValueError(f"env id {env.id!r} of {spec.name} is already registered by {owner}")
+        if env.id in gym.registry:
             continue
         gym.register(
-            id=env_id,
+            id=env.id,
             entry_point="rubricgym.registration:make_rubric_env",
-            kwargs={"benchmark": spec.name, **kwargs},
+            kwargs={"benchmark": spec.name, **env.kwargs},
             max_episode_steps=None,
             disable_env_checker=False,
         )
 
 
-def _check_installed(spec: BenchmarkSpec) -> None:
+def discover() -> dict[str, BenchmarkSpec]:
+    """Load every spec named in the entry-point group, once. A broken plugin is reported and
+    skipped: it must not stop ``import rubricgym`` for everyone else."""
+    global _discovered
+    if _discovered:
+        return BENCHMARKS
+    _discovered = True
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            spec = ep.load()
+            if not isinstance(spec, BenchmarkSpec):
+                raise TypeError(f"{ep.value} is a {type(spec).__name__}, not a BenchmarkSpec")
+            register_benchmark(spec)
+        except Exception as exc:  # a third-party plugin's bug is not ours to raise
+            warnings.warn(f"rubricgym: benchmark plugin {ep.name!r} ({ep.value}) not loaded: {exc}",
+                          RuntimeWarning, stacklevel=2)
+    return BENCHMARKS
+
+
+def get_spec(name: str) -> BenchmarkSpec:
+    """The spec of a benchmark by name (case-insensitive) or by one of its env ids."""
+    discover()
+    if name in BENCHMARKS:
+        return BENCHMARKS[name]
+    if name in _ENV_IDS:
+        return BENCHMARKS[_ENV_IDS[name]]
+    for key, spec in BENCHMARKS.items():
+        if key.lower() == name.lower():
+            return spec
+    raise UnknownBenchmark(f"no benchmark or env id {name!r} is registered (benchmarks: {sorted(BENCHMARKS)})")
+
+
+def env_ids() -> dict[str, str]:
+    """Every registered env id -> its benchmark name."""
+    discover()
+    return dict(_ENV_IDS)
+
+
+def check_installed(spec: BenchmarkSpec) -> None:
     missing = [m for m in spec.requires if importlib.util.find_spec(m) is None]
     if missing:
-        raise BenchmarkNotInstalled(
-            f"{spec.name} needs {', '.join(missing)}: install it with "
-            f"`pip install 'rubricgym[{spec.extra}]'`"
-            + (f" ({spec.name} setup: see README)" if spec.extra == "appworld" else "")
-        )
+        raise BenchmarkNotInstalled(f"{spec.name} needs {', '.join(missing)}: {spec.install_hint}")
 
 
 def load_adapter_class(benchmark: str) -> type:
-    spec = BENCHMARKS[benchmark]
-    _check_installed(spec)
-    module, _, cls = spec.adapter.partition(":")
-    return getattr(importlib.import_module(module), cls)
+    spec = get_spec(benchmark)
+    if not spec.adapter:
+        raise BenchmarkNotInstalled(f"{spec.name} has a task binder but no engine adapter")
+    check_installed(spec)
+    return load_ref(spec.adapter)
 
 
 def make_rubric_env(
@@ -72,41 +115,13 @@ def make_rubric_env(
     **adapter_kwargs: Any,
 ) -> gym.Env:
     """Build ``RubricEnv`` for a benchmark and attach its reward (see ``attach_reward``)."""
-    spec = BENCHMARKS[benchmark]
-    adapter = load_adapter_class(benchmark)(**adapter_kwargs)
+    spec = get_spec(benchmark)
+    adapter = load_adapter_class(spec.name)(**adapter_kwargs)
     env: gym.Env = RubricEnv(adapter, max_steps=max_steps or spec.max_steps, render_mode=render_mode)
     from rubricgym.rewards import attach_reward
 
-    return attach_reward(env, reward, benchmark)
-
-
-register_benchmark(
-    BenchmarkSpec(
-        name="ALFWorld",
-        adapter="rubricgym.adapters.alfworld:ALFWorldAdapter",
-        extra="alfworld",
-        requires=("alfworld", "textworld"),
-        env_ids={
-            "ALFWorld-Rubric-v0": {"split": "train"},
-            "ALFWorld-Rubric-Eval-v0": {"split": "eval"},
-        },
-        max_steps=25,
-    )
-)
-
-register_benchmark(
-    BenchmarkSpec(
-        name="AppWorld",
-        adapter="rubricgym.adapters.appworld:AppWorldAdapter",
-        extra="appworld",
-        requires=("httpx",),
-        env_ids={
-            "AppWorld-Rubric-v0": {"split": "default"},
-            "AppWorld-Rubric-Train-v0": {"split": "train"},
-            "AppWorld-Rubric-Dev-v0": {"split": "dev"},
-            "AppWorld-Rubric-TestNormal-v0": {"split": "test_normal"},
-            "AppWorld-Rubric-TestChallenge-v0": {"split": "test_challenge"},
-        },
-        max_steps=30,
-    )
-)
+    try:
+        return attach_reward(env, reward, spec.name)
+    except BaseException:
+        env.close()
+        raise

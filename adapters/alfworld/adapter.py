@@ -230,3 +230,8 @@ class ALFWorldAdapter(Adapter):
         if self._task_id is None:
             raise RuntimeError("reset() the ALFWorld adapter first")
         return self._task_id
+
+
+def expert_actions(adapter: ALFWorldAdapter) -> list[str]:
+    """The expert player of the spec: the planner's walkthrough for the current game."""
+    return adapter.expert_plan()

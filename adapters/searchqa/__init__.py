@@ -6,6 +6,6 @@ question: gold answers never reach the binding.
 """
 
 from rubricgym.adapters.searchqa.binder import bind_task
-from rubricgym.adapters.searchqa.binding import SearchQABinding
+from rubricgym.adapters.searchqa.facts import SearchQABinding
 
 __all__ = ["SearchQABinding", "bind_task"]

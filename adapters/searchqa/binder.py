@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import regex
 
-from rubricgym.adapters.searchqa.binding import SearchQABinding
+from rubricgym.adapters.searchqa.facts import SearchQABinding
 
 MAX_CHARS = 1000  # questions are one sentence; longer input is cut
 _T = 0.5  # regex timeout (seconds) on question text

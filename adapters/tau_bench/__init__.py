@@ -6,6 +6,6 @@ entities) with deterministic rules, no model. It never reads the task's evaluati
 """
 
 from rubricgym.adapters.tau_bench.binder import bind_task, scenario_text
-from rubricgym.adapters.tau_bench.binding import TauBenchBinding
+from rubricgym.adapters.tau_bench.facts import TauBenchBinding
 
 __all__ = ["TauBenchBinding", "bind_task", "scenario_text"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import regex
 
-from rubricgym.adapters.tau_bench.binding import TauBenchBinding
+from rubricgym.adapters.tau_bench.facts import TauBenchBinding
 
 MAX_CHARS = 8000  # scenarios are a paragraph; longer input is cut
 _T = 0.5  # regex timeout (seconds) on scenario text

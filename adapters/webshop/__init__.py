@@ -5,6 +5,6 @@
 """
 
 from rubricgym.adapters.webshop.binder import bind_task
-from rubricgym.adapters.webshop.binding import WebShopBinding
+from rubricgym.adapters.webshop.facts import WebShopBinding
 
 __all__ = ["WebShopBinding", "bind_task"]

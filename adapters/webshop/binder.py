@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import regex
 
-from rubricgym.adapters.webshop.binding import WebShopBinding
+from rubricgym.adapters.webshop.facts import WebShopBinding
 
 MAX_CHARS = 2000  # goals are one sentence; longer input is cut, never scanned unbounded
 _T = 0.5  # regex timeout (seconds) on instruction text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -49,22 +48,28 @@ class Rubric(BaseModel):
         return self
 
 
-PACKAGED_RUBRICS = {"appworld": "appworld.yaml", "alfworld": "alfworld.yaml"}
+def packaged_rubric_path(benchmark: str) -> Path:
+    """The static rubric a benchmark's plugin ships (its spec's ``judge_rubric``)."""
+    from rubricgym.registration import get_spec
 
-
-def packaged_rubric_path(name: str) -> Path:
-    return Path(str(resources.files("rubricgym.judges").joinpath("rubrics", PACKAGED_RUBRICS[name])))
+    spec = get_spec(benchmark)
+    if spec.judge_rubric is None:
+        raise LookupError(f"benchmark {spec.name} ships no judge rubric; pass a rubric file (see docs/draco.md)")
+    return Path(spec.judge_rubric)
 
 
 def load_rubric(path_or_name: str | Path) -> Rubric:
-    """A rubric from a YAML/JSON file, or a packaged one by name ("appworld", "alfworld")."""
+    """A rubric from a YAML/JSON file, or a benchmark's packaged one by benchmark name
+    ("AppWorld", "alfworld": case-insensitive)."""
     key = str(path_or_name)
-    if key.lower() in PACKAGED_RUBRICS:
-        path = packaged_rubric_path(key.lower())
-    else:
-        path = Path(key)
-        if not path.is_file():
-            raise FileNotFoundError(f"no rubric file {key!r} (packaged: {sorted(PACKAGED_RUBRICS)})")
+    path = Path(key)
+    if not path.is_file():
+        from rubricgym.registration import UnknownBenchmark
+
+        try:
+            path = packaged_rubric_path(key)
+        except UnknownBenchmark:
+            raise FileNotFoundError(f"no rubric file {key!r} and no benchmark of that name ships one") from None
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -78,6 +83,5 @@ def load_rubric(path_or_name: str | Path) -> Rubric:
 
 
 def default_rubric_for(benchmark: str) -> Rubric:
-    """The packaged static rubric of a benchmark; AppWorld's general one otherwise."""
-    name = benchmark.lower()
-    return load_rubric(name if name in PACKAGED_RUBRICS else "appworld")
+    """The packaged static rubric of a benchmark; a clear error when it ships none."""
+    return load_rubric(packaged_rubric_path(benchmark))

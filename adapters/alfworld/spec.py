@@ -1,0 +1,29 @@
+"""ALFWorld's benchmark spec (entry point ``rubricgym.benchmarks: alfworld``)."""
+
+from pathlib import Path
+
+from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
+from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec
+
+_HERE = Path(__file__).parent
+_PACKAGE = "rubricgym.adapters.alfworld"
+
+SPEC = BenchmarkSpec(
+    name="ALFWorld",
+    description="alfworld's real TextWorld PDDL engine; 36 bundled generated games or official data",
+    facts_model=ALFWorldFacts,
+    binding_model=ALFWorldBinding,
+    binder=f"{_PACKAGE}.binder:bind_task",
+    adapter=f"{_PACKAGE}.adapter:ALFWorldAdapter",
+    extra="alfworld",
+    requires=("alfworld", "textworld"),
+    env_ids=(
+        EnvIdSpec("ALFWorld-Rubric-v0", {"split": "train"}, "24 bundled train games (or official train)"),
+        EnvIdSpec("ALFWorld-Rubric-Eval-v0", {"split": "eval"}, "12 bundled eval games (or official valid_seen)"),
+    ),
+    max_steps=25,
+    operator_library=_HERE.parent.parent / "operator_libraries" / "alfworld.yaml",
+    judge_rubric=_HERE / "rubric.yaml",
+    context_key="task type, stage, location, inventory and the states of the task's objects",
+    expert=f"{_PACKAGE}.adapter:expert_actions",
+)

@@ -1,0 +1,34 @@
+"""AppWorld's benchmark spec (entry point ``rubricgym.benchmarks: appworld``)."""
+
+from pathlib import Path
+
+from rubricgym.adapters.appworld.facts import AppWorldBinding, AppWorldFacts
+from rubricgym.benchmark import BenchmarkSpec, CommandSpec, EnvIdSpec
+
+_HERE = Path(__file__).parent
+_PACKAGE = "rubricgym.adapters.appworld"
+
+SPEC = BenchmarkSpec(
+    name="AppWorld",
+    description="AppWorld's own environment server (own venv, HTTP on 127.0.0.1)",
+    facts_model=AppWorldFacts,
+    binding_model=AppWorldBinding,
+    binder=f"{_PACKAGE}.binder:bind_task",
+    adapter=f"{_PACKAGE}.adapter:AppWorldAdapter",
+    extra="appworld",
+    requires=("httpx",),
+    setup_hint="then build AppWorld's venv and offline tasks with `rubricgym appworld setup` (or `make appworld`)",
+    env_ids=(
+        EnvIdSpec("AppWorld-Rubric-v0", {"split": "default"}, "offline tasks generated at set-up"),
+        EnvIdSpec("AppWorld-Rubric-Train-v0", {"split": "train"}, "official train split (APPWORLD_ROOT)"),
+        EnvIdSpec("AppWorld-Rubric-Dev-v0", {"split": "dev"}, "official dev split (APPWORLD_ROOT)"),
+        EnvIdSpec("AppWorld-Rubric-TestNormal-v0", {"split": "test_normal"}, "official test_normal (APPWORLD_ROOT)"),
+        EnvIdSpec("AppWorld-Rubric-TestChallenge-v0", {"split": "test_challenge"},
+                  "official test_challenge (APPWORLD_ROOT)"),
+    ),
+    max_steps=30,
+    operator_library=_HERE.parent.parent / "operator_libraries" / "appworld.yaml",
+    judge_rubric=_HERE / "rubric.yaml",
+    context_key="apps touched, apps authenticated, stage (start/explored/authenticated/mutated/completed)",
+    commands=(CommandSpec("appworld", f"{_PACKAGE}.cli", "build AppWorld's venv and offline data, list tasks, serve"),),
+)

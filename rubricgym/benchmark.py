@@ -1,0 +1,136 @@
+"""What a benchmark plugin declares: ``BenchmarkSpec``.
+
+Each adapter package (built in or third party) exposes one ``SPEC`` in its ``spec.py`` and
+names it in the ``rubricgym.benchmarks`` entry-point group of its ``pyproject.toml``::
+
+    [project.entry-points."rubricgym.benchmarks"]
+    mybench = "mypackage.spec:SPEC"
+
+The spec module must import only light things (its facts models, rubricgym core): it is
+loaded by ``import rubricgym``. Everything heavy (the adapter and its engine, the binder,
+the expert player, CLI commands) is named by an ``"module:attribute"`` reference and
+imported only when used, so a missing optional dependency fails with the extra to install.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rubricgym.adapter import TaskBinding
+from rubricgym.contract import Facts
+
+if TYPE_CHECKING:
+    from rubricgym.adapter import Adapter
+
+Ref = str
+"""``"package.module:attribute"``: imported on first use, never at registration."""
+
+
+def load_ref(ref: Ref) -> Any:
+    """Import ``ref`` (``"module:attribute"``); a ``ValueError`` names a malformed one."""
+    module_name, sep, attr = ref.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"reference {ref!r} must look like 'package.module:attribute'")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def model_ref(model: type) -> Ref:
+    """The ``"module:QualName"`` reference that names a model class (as libraries write it)."""
+    return f"{model.__module__}:{model.__qualname__}"
+
+
+@dataclass(frozen=True)
+class EnvIdSpec:
+    """One gymnasium id of a benchmark and the adapter keyword arguments behind it."""
+
+    id: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A ``rubricgym <name>`` subcommand a benchmark contributes (module with
+    ``add_arguments(parser)`` and ``run(args) -> int``)."""
+
+    name: str
+    module: str
+    help: str
+
+
+@dataclass(frozen=True)
+class ExpertAction:
+    """One step of an expert player: the action text and which action tag carries it
+    (``None``: the grammar's first tag)."""
+
+    content: str
+    kind: str | None = None
+
+
+ExpertPlayer = Callable[["Adapter"], Sequence["str | ExpertAction"]]
+"""Called right after a reset with the env's adapter; returns the actions that solve the
+current task (used by ``rubricgym demo`` and the trainer's warm start)."""
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """Everything rubricgym needs to know about one benchmark.
+
+    ``facts_model`` / ``binding_model`` are the classes themselves (light pydantic models);
+    ``adapter``, ``binder``, ``expert`` are references imported on use. A binder-only
+    benchmark (no engine yet) leaves ``adapter`` empty and registers no env ids.
+    """
+
+    name: str
+    facts_model: type[Facts]
+    binding_model: type[TaskBinding]
+    binder: Ref
+    adapter: Ref | None = None
+    extra: str = ""
+    requires: tuple[str, ...] = ()
+    setup_hint: str = ""
+    env_ids: tuple[EnvIdSpec, ...] = ()
+    max_steps: int = 50
+    operator_library: Path | None = None
+    judge_rubric: Path | None = None
+    context_key: str = ""
+    commands: tuple[CommandSpec, ...] = ()
+    expert: Ref | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"benchmark name {self.name!r} must be alphanumeric (with - or _)")
+        if not (isinstance(self.facts_model, type) and issubclass(self.facts_model, Facts)):
+            raise TypeError(f"{self.name}: facts_model must be a Facts subclass")
+        if not (isinstance(self.binding_model, type) and issubclass(self.binding_model, TaskBinding)):
+            raise TypeError(f"{self.name}: binding_model must be a TaskBinding subclass")
+        if self.env_ids and not self.adapter:
+            raise ValueError(f"{self.name}: env ids need an adapter reference")
+        if self.facts_model.benchmark != self.name:
+            raise ValueError(f"{self.name}: facts_model.benchmark is {self.facts_model.benchmark!r}; "
+                             "it must equal the spec's name so stored trajectories load back typed")
+
+    @property
+    def install_hint(self) -> str:
+        hint = f"pip install 'rubricgym[{self.extra}]'" if self.extra else "install its package"
+        return hint + (f"; {self.setup_hint}" if self.setup_hint else "")
+
+    def env_id(self, env_id: str) -> EnvIdSpec:
+        for spec in self.env_ids:
+            if spec.id == env_id:
+                return spec
+        raise KeyError(f"{self.name} has no env id {env_id!r} (ids: {[e.id for e in self.env_ids]})")
+
+    def load_binder(self) -> Callable[..., TaskBinding]:
+        return load_ref(self.binder)
+
+    def load_expert(self) -> ExpertPlayer | None:
+        return load_ref(self.expert) if self.expert else None
