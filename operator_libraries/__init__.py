@@ -34,6 +34,14 @@ def library_path(benchmark_or_name: str) -> Path:
     for path in libraries:
         if wanted in (path.name.lower(), path.stem.lower()):
             return path
+    from rubricgym.registration import UnknownBenchmark, get_spec
+
+    try:
+        spec = get_spec(benchmark_or_name.strip())
+        if spec.operator_library is not None:
+            return Path(spec.operator_library)
+    except UnknownBenchmark:
+        pass
     for path in libraries:
         if _benchmark_of(path).lower() == wanted:
             return path

@@ -115,6 +115,7 @@ class RubricEnv(gym.Env[str, str]):
         }
         if self._done:
             info["outcome"] = self.trajectory.outcome
+            info["trajectory"] = self.trajectory  # the whole episode, for episode-level rewards
         return result.observation, float(result.reward), bool(result.terminated), bool(result.truncated), info
 
     def render(self) -> str | None:

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         rubric = load_rubric(args.rubric) if args.rubric else default_rubric_for(trajs[0].benchmark)
         settings = _settings(args)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, LookupError) as exc:
         print(f"rubricgym judge: {exc}", file=sys.stderr)
         return 2
     judge = DracoJudge.from_settings(settings, static_rubric=rubric)

@@ -1,83 +1,104 @@
-"""Judge rewards inside a gymnasium loop.
+"""An LLM rubric judge as a reward component.
 
-``RubricJudgeReward`` scores each finished episode (``env.unwrapped.trajectory``) against a
-static or per-task rubric. Reward: 0 on every non-final step, R (in [-1, 1]) on the step
-that ends the episode; the engine's own reward moves to ``info["env_reward"]`` (pass
-``add_env_reward=True`` to add it instead). A single episode has no group, so there is no
-discriminative dropout and no advantage here: use ``DracoJudge.score_group`` in a trainer.
+``JudgeComponent`` scores each finished episode (``info["trajectory"]`` on its last step)
+against a static or per-task rubric: 0 on every non-final step, R (in [-1, 1]) on the step
+that ends the episode. A judge does not keep the engine reward by default (its verdict
+replaces the outcome; ``keep_env_reward=True`` adds it). A single episode has no group, so
+there is no discriminative dropout and no advantage here: use ``DracoJudge.score_group`` in a
+trainer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
 from pydantic import BaseModel, ConfigDict, Field
 
-from rubricgym.contract import Trajectory
+from rubricgym.contract import Trajectory, Transition
 from rubricgym.judges.config import JudgeSettings
 from rubricgym.judges.pipeline import DracoJudge
 from rubricgym.judges.rubric import Rubric, default_rubric_for, load_rubric
+from rubricgym.rewards import ComponentScore, RubricReward
 
 RubricSource = Rubric | Callable[[Trajectory], Rubric]
 
 
-class RubricJudgeReward(gym.Wrapper):
-    def __init__(self, env: gym.Env, judge: DracoJudge, rubric: RubricSource | None = None, add_env_reward: bool = False):
-        super().__init__(env)
+class JudgeComponent:
+    """Record parts (on the final step): ``rubric``, ``verdicts``, ``criteria``, ``unanswered``,
+    ``dropped_citations``, ``step_passes``, ``step_fails``, ``errors``; earlier steps carry
+    ``{"reward": 0.0, "pending": true}``."""
+
+    def __init__(self, judge: DracoJudge, rubric: RubricSource | None = None, name: str = "judge",
+                 keep_env_reward: bool = False):
         self.judge = judge
         self.rubric = rubric if rubric is not None else judge.static_rubric
         if self.rubric is None:
-            raise ValueError("RubricJudgeReward needs a rubric, a per-task rubric function, or a judge with a static rubric")
-        self.add_env_reward = add_env_reward
+            raise ValueError("a judge reward needs a rubric, a per-task rubric function, or a judge with a static rubric")
+        self.name = name
+        self.keep_env_reward = keep_env_reward
 
     def _rubric_for(self, traj: Trajectory) -> Rubric:
-        return self.rubric(traj) if callable(self.rubric) and not isinstance(self.rubric, Rubric) else self.rubric
+        return self.rubric if isinstance(self.rubric, Rubric) else self.rubric(traj)
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        obs, env_reward, terminated, truncated, info = self.env.step(action)
-        info = dict(info)
-        info["env_reward"] = float(env_reward)
-        reward = 0.0
-        if terminated or truncated:
-            traj = self.env.unwrapped.trajectory
-            rubric = self._rubric_for(traj)
-            score = self.judge.score_episode(traj, rubric)
-            reward = score.reward
-            info["judge"] = {
-                "rubric": rubric.name,
-                "reward": score.reward,
-                "verdicts": [v.model_dump(mode="json") for v in score.verdicts],
-                "criteria": {c.id: c.text for c in rubric.criteria},
-                "unanswered": score.unanswered,
-                "dropped_citations": score.dropped_citations,
-                "step_passes": score.step_passes,
-                "step_fails": score.step_fails,
-                "errors": score.judge_errors,
-            }
-        if self.add_env_reward:
-            reward += float(env_reward)
-        return obs, reward, terminated, truncated, info
+    def reset(self, info: Mapping[str, Any]) -> None:
+        return None
+
+    def score(self, transition: Transition, info: Mapping[str, Any]) -> ComponentScore:
+        if not (transition.terminated or transition.truncated):
+            return ComponentScore(0.0, {"pending": True})
+        traj = info.get("trajectory")
+        if not isinstance(traj, Trajectory):
+            raise RuntimeError("the judge needs info['trajectory'] on the last step (a RubricEnv underneath)")
+        rubric = self._rubric_for(traj)
+        score = self.judge.score_episode(traj, rubric)
+        return ComponentScore(float(score.reward), {
+            "rubric": rubric.name,
+            "verdicts": [v.model_dump(mode="json") for v in score.verdicts],
+            "criteria": {c.id: c.text for c in rubric.criteria},
+            "unanswered": score.unanswered,
+            "dropped_citations": score.dropped_citations,
+            "step_passes": score.step_passes,
+            "step_fails": score.step_fails,
+            "errors": score.judge_errors,
+        })
+
+
+class RubricJudgeReward(RubricReward):
+    """A ``RubricReward`` with one judge component (``info["rubric"]["judge"]``, alias
+    ``info["judge"]``)."""
+
+    def __init__(self, env: gym.Env, judge: DracoJudge, rubric: RubricSource | None = None,
+                 keep_env_reward: bool = False):
+        self.judge_component = JudgeComponent(judge, rubric, keep_env_reward=keep_env_reward)
+        super().__init__(env, [(self.judge_component, 1.0)])
+
+    @property
+    def rubric(self) -> RubricSource:
+        return self.judge_component.rubric
 
 
 class JudgeRewardSpec(BaseModel):
-    """``gym.make("AppWorld-Rubric-v0", reward=JudgeRewardSpec(...))``: anything with
-    ``wrap(env, benchmark)`` is accepted by ``rubricgym.rewards.attach_reward``.
+    """``gym.make(id, reward=JudgeRewardSpec(...))`` or in a list with other components.
 
-    ``rubric``: a rubric file or packaged name; default: the benchmark's packaged rubric.
-    ``judge``: a ready judge (e.g. a self-judge); default: an OpenAI-compatible judge from
-    ``settings`` (or the RUBRICGYM_JUDGE_* environment).
+    ``rubric``: a rubric file or a benchmark name; default: the benchmark's packaged rubric
+    (a clear error when it ships none). ``judge``: a ready judge (e.g. a self-judge);
+    default: an OpenAI-compatible judge from ``settings`` (or the RUBRICGYM_JUDGE_* environment).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    name: str = "judge"
     settings: JudgeSettings | None = None
     rubric: str | None = None
     judge: DracoJudge | None = Field(None, exclude=True)
-    add_env_reward: bool = False
+    keep_env_reward: bool = False
 
-    def wrap(self, env: gym.Env, benchmark: str) -> gym.Env:
+    def component(self, env: gym.Env, benchmark: str) -> JudgeComponent:
         rubric = load_rubric(self.rubric) if self.rubric else default_rubric_for(benchmark)
         judge = self.judge or DracoJudge.from_settings(self.settings, static_rubric=rubric)
-        return RubricJudgeReward(env, judge, rubric=rubric, add_env_reward=self.add_env_reward)
+        return JudgeComponent(judge, rubric=rubric, name=self.name, keep_env_reward=self.keep_env_reward)
+
+    def wrap(self, env: gym.Env, benchmark: str) -> RubricReward:
+        return RubricReward(env, [(self.component(env, benchmark), 1.0)])

@@ -19,29 +19,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("path", help="operator library file (YAML)")
 
 
-def benchmark_of_env(env_id: str) -> str:
-    from rubricgym.registration import BENCHMARKS
-
-    for spec in BENCHMARKS.values():
-        if env_id in spec.env_ids or env_id == spec.name:
-            return spec.name
-    known = sorted(i for spec in BENCHMARKS.values() for i in spec.env_ids)
-    raise LookupError(f"unknown env id {env_id!r}; known: {', '.join(known)}")
-
-
 def _validate(args: argparse.Namespace) -> int:
+    from rubricgym.registration import get_spec
     from rubricgym.trca.validate import check_library
 
     facts_model = binding_model = benchmark = None
     try:
         data = read_library_file(args.path)
         if args.env_id:
-            from rubricgym.registration import load_adapter_class
-
-            benchmark = benchmark_of_env(args.env_id)
-            adapter = load_adapter_class(benchmark)
-            facts_model, binding_model = adapter.facts_model, adapter.binding_model
-    except (OSError, ValueError, LookupError, ImportError) as exc:
+            spec = get_spec(args.env_id)  # the env id's (or benchmark's) schemas; no engine needed
+            benchmark, facts_model, binding_model = spec.name, spec.facts_model, spec.binding_model
+    except (OSError, ValueError, LookupError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     compiled, problems = check_library(data, facts_model, binding_model, benchmark)

@@ -6,7 +6,6 @@ so ``rubricgym library validate`` can print a complete, actionable list.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections import Counter
 from pathlib import Path
@@ -43,17 +42,26 @@ class LibraryError(ValueError):
 
 
 def resolve_model(ref: str, base: type) -> type:
-    """Import ``'module:Class'`` and check it subclasses ``base`` (an import, never eval)."""
+    """The registered model a library's ``'module:Class'`` reference names.
+
+    Only models of registered benchmarks (built in or installed plugins) resolve; anything
+    else is refused *without importing it*: a library file must never make rubricgym import
+    (and so run) code of its choosing."""
+    from rubricgym.benchmark import model_ref
+    from rubricgym.registration import BENCHMARKS, discover
+
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"model reference {ref!r} must look like 'package.module:ClassName'")
-    try:
-        obj = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import model {ref!r}: {exc}") from exc
-    if not (isinstance(obj, type) and issubclass(obj, base)):
+    discover()
+    known = {model_ref(m): m for spec in BENCHMARKS.values() for m in (spec.facts_model, spec.binding_model)}
+    model = known.get(ref)
+    if model is None:
+        raise ValueError(f"model {ref!r} is not the facts or binding model of a registered benchmark "
+                         f"(registered: {sorted(known)}); it was not imported")
+    if not issubclass(model, base):
         raise ValueError(f"model {ref!r} is not a subclass of {base.__name__}")
-    return obj
+    return model
 
 
 def schema_fields(model: type[BaseModel]) -> set[str]:

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from judge_trajectories import make_trajectory
+from requirements_guard import need
 
 from rubricgym.contract import save_jsonl
 from rubricgym.judges import (
@@ -19,7 +20,6 @@ from rubricgym.judges import (
     JudgeRewardSpec,
     JudgeSettings,
     Rubric,
-    RubricJudgeReward,
     TransformersChatBackend,
     Verdict,
     default_rubric_for,
@@ -27,6 +27,7 @@ from rubricgym.judges import (
 )
 from rubricgym.judges.pipeline import CriterionVerdict, aggregate_repeats
 from rubricgym.judges.prompts import data_block
+from rubricgym.rewards import RubricReward
 
 BLOCK = re.compile(r"<<<BEGIN DATA kind=(\w+) id=(\w+)>>>\n(.*?)\n<<<END DATA kind=\1 id=\2>>>", re.S)
 
@@ -172,7 +173,7 @@ def test_wrapper_rewards_only_the_final_step(scripted_server, settings_for):
     srv = scripted_server()
     spec = JudgeRewardSpec(settings=settings_for(srv), rubric="appworld")
     env = spec.wrap(RubricEnv(CounterAdapter(), max_steps=3), "Counter")
-    assert isinstance(env, RubricJudgeReward)
+    assert isinstance(env, RubricReward) and env.component("judge").rubric.name == "appworld-static"
     env.reset(seed=0, options={"task_id": "reach-3"})
     rewards, info = [], {}
     for _ in range(3):
@@ -190,16 +191,16 @@ def test_wrapper_rewards_only_the_final_step(scripted_server, settings_for):
 
 def test_reward_spec_plugs_into_gym_make(scripted_server, settings_for):
     import rubricgym  # noqa: F401
-    pytest.importorskip("alfworld")
+    need("alfworld")
     from rubricgym.adapters.alfworld.games import BUNDLED_ROOT
 
     srv = scripted_server()
     env = gym.make("ALFWorld-Rubric-v0", reward=JudgeRewardSpec(settings=settings_for(srv)), data_path=BUNDLED_ROOT)
     try:
         inner = env
-        while not isinstance(inner, RubricJudgeReward) and hasattr(inner, "env"):
+        while not isinstance(inner, RubricReward) and hasattr(inner, "env"):
             inner = inner.env
-        assert isinstance(inner, RubricJudgeReward) and inner.rubric.name == "alfworld-static"
+        assert isinstance(inner, RubricReward) and inner.component("judge").rubric.name == "alfworld-static"
     finally:
         env.close()
 
@@ -213,7 +214,10 @@ def test_cli_rescores_stored_trajectories(scripted_server, settings_for, tmp_pat
     save_jsonl(src, trajs)
     monkeypatch.setenv("MY_JUDGE_KEY", "sk-cli-secret-123456")
     out = tmp_path / "out" / "results.jsonl"
-    rc = main(["judge", str(src), "--out", str(out), "--base-url", srv.base_url, "--model", "scripted",
+    # these trajectories name no registered benchmark: no rubric is guessed for them
+    assert main(["judge", str(src), "--out", str(out), "--base-url", srv.base_url]) == 2
+    assert "no benchmark or env id 'base'" in capsys.readouterr().err and not out.exists()
+    rc = main(["judge", str(src), "--out", str(out), "--rubric", "appworld", "--base-url", srv.base_url, "--model", "scripted",
                "--response-format", "json_object_schema", "--api-key-env", "MY_JUDGE_KEY",
                "--cache-dir", str(tmp_path / "cache"), "--variant", "dynamic/credit"])
     assert rc == 0
@@ -224,7 +228,8 @@ def test_cli_rescores_stored_trajectories(scripted_server, settings_for, tmp_pat
     assert srv.auth_headers[0] == "Bearer sk-cli-secret-123456"
     # a dead server: results are written, every verdict unanswered, exit status 1
     monkeypatch.setenv("RUBRICGYM_JUDGE_MAX_TRANSPORT_RETRIES", "0")
-    rc = main(["judge", str(src), "--out", str(tmp_path / "dead.jsonl"), "--base-url", "http://127.0.0.1:9/v1",
+    rc = main(["judge", str(src), "--out", str(tmp_path / "dead.jsonl"), "--rubric", "appworld",
+               "--base-url", "http://127.0.0.1:9/v1",
                "--response-format", "json_object_schema", "--timeout", "1"])
     assert rc == 1 and "answered nothing" in capsys.readouterr().err
     assert all(r["unanswered"] == len(r["verdicts"]) > 0 for g in map(json.loads, (tmp_path / "dead.jsonl").read_text().splitlines())

@@ -217,7 +217,7 @@ def test_judgments_are_deterministic(steps, binding, data):
 
 # -- CLI ----------------------------------------------------------------------------------------------
 def env_id_for(benchmark: str) -> str:
-    return next(iter(BENCHMARKS[benchmark].env_ids))
+    return BENCHMARKS[benchmark].env_ids[0].id
 
 
 def rubricgym(*args: str) -> subprocess.CompletedProcess:
@@ -258,8 +258,8 @@ def test_cli_show():
 
 def test_library_path_lookup():
     assert library_path("alfworld") == library_path("ALFWorld") == library_path("alfworld.yaml") == ALFWORLD
-    with pytest.raises(LookupError, match="no operator library ships for 'WebShop'"):
-        library_path("WebShop")
+    with pytest.raises(LookupError, match="no operator library ships for 'NoSuchBenchmark'"):
+        library_path("NoSuchBenchmark")
 
 
 @given(facts_st, binding_st, st.lists(st.sampled_from(["placed_target", "transformed_target"]), max_size=2))
@@ -281,3 +281,22 @@ def test_flattening_leaves_string_literals_alone():
     assert flatten_fact_access('''"facts['q']" == facts['r'] && has(facts.x) && binding["t"]''') == \
         '''"facts['q']" == facts__r && true && binding.t'''
     assert flatten_fact_access("facts.l.exists(o, o == 'facts.z')") == "facts__l.exists(o, o == 'facts.z')"
+
+
+def test_library_models_resolve_only_through_the_registry(data, tmp_path, capsys):
+    """A library naming an arbitrary module is refused without importing it (``this`` would
+    print the Zen of Python on import)."""
+    import sys as _sys
+
+    _sys.modules.pop("this", None)
+    bad = dict(data, facts_model="this:Facts", binding_model="os:system")
+    compiled, problems = check_library(bad)
+    assert compiled is None
+    kinds = {(p.kind, p.message.split(":")[0]) for p in problems}
+    assert ("model", "facts_model") in kinds and ("model", "binding_model") in kinds
+    assert "this" not in _sys.modules and "Beautiful is better" not in capsys.readouterr().out
+    path = tmp_path / "evil.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    result = rubricgym("validate", str(path), "--env", "ALFWorld-Rubric-v0")
+    assert result.returncode == 1 and "Beautiful is better" not in result.stdout
+    assert "it was not imported" in result.stderr

@@ -12,7 +12,8 @@ import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.credit.trca import trca_group_advantages, trca_rewards
 from rubricgym.operator_libraries import library_path
 from rubricgym.rewards import attach_reward
-from rubricgym.trca import TRCAConfig, TRCAReward, load_library
+from rubricgym.rewards import RubricReward
+from rubricgym.trca import TRCAConfig, load_library
 
 
 def act(cmd: str) -> str:
@@ -44,9 +45,9 @@ def task_of_type(env, prefix: str) -> str:
 def test_make_attaches_trca_by_default(env):
     assert isinstance(env.unwrapped, gym.Env)
     wrapper = env
-    while not isinstance(wrapper, TRCAReward):
+    while not isinstance(wrapper, RubricReward):
         wrapper = wrapper.env
-    assert wrapper.library.name == "alfworld-default"
+    assert wrapper.component("trca").library.name == "alfworld-default"
 
 
 def test_expert_walkthrough_rewards_follow_the_formulas(env):
@@ -119,20 +120,21 @@ def test_trajectories_feed_group_credit(env):
 
 def test_reward_specs(env, tmp_path):
     base = gym.make("ALFWorld-Rubric-v0", reward="none")
-    assert not isinstance(base.env.env, TRCAReward)  # OrderEnforcing(PassiveEnvChecker(RubricEnv))
+    assert not isinstance(base.env.env, RubricReward)  # OrderEnforcing(PassiveEnvChecker(RubricEnv))
     raw = base.unwrapped
     path_env = attach_reward(raw, str(library_path("ALFWorld")), "ALFWorld")
-    assert isinstance(path_env, TRCAReward)
-    cfg_env = attach_reward(raw, TRCAConfig(r_exec=2.0, lam=0.5, include_env_reward=False), "ALFWorld")
-    assert cfg_env.budgets.r_exec == 2.0 and cfg_env.lam == 0.5
+    assert isinstance(path_env, RubricReward) and path_env.component("trca").library.name == "alfworld-default"
+    cfg_env = attach_reward(raw, TRCAConfig(r_exec=2.0, lam=0.5, keep_env_reward=False), "ALFWorld")
+    trca = cfg_env.component("trca")
+    assert trca.budgets.r_exec == 2.0 and trca.lam == 0.5 and not cfg_env.keep_env_reward
 
     class Spec:  # any object with wrap(env, benchmark) is a reward spec
         def wrap(self, e, benchmark):
             return gym.wrappers.TransformReward(e, lambda r: r * 2)
 
     assert isinstance(attach_reward(raw, Spec(), "ALFWorld"), gym.wrappers.TransformReward)
-    with pytest.raises(LookupError, match="no operator library ships for 'SearchQA'"):
-        attach_reward(raw, "default", "SearchQA")
+    with pytest.raises(LookupError, match="NoSuchBenchmark"):
+        attach_reward(raw, "default", "NoSuchBenchmark")
     with pytest.raises(TypeError):
         attach_reward(raw, 42, "ALFWorld")
     with pytest.raises(FileNotFoundError):
@@ -142,7 +144,7 @@ def test_reward_specs(env, tmp_path):
 
 def test_config_without_env_reward(env):
     raw = gym.make("ALFWorld-Rubric-v0", reward="none").unwrapped
-    wrapped = TRCAConfig(include_env_reward=False).wrap(raw, "ALFWorld")
+    wrapped = TRCAConfig(keep_env_reward=False).wrap(raw, "ALFWorld")
     task = task_of_type(env, "pick_and_place_simple")
     wrapped.reset(seed=0, options={"task_id": task})
     for cmd in raw.adapter.expert_plan():
