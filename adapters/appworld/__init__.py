@@ -2,10 +2,12 @@
 
 AppWorld (pydantic<2) lives in its own venv (``.venvs/appworld``) and is reached over HTTP
 through its own environment server on 127.0.0.1; agent code runs only in that process.
+Layout: ``facts.py`` (facts and binding models), ``binder.py`` (``bind_task``),
+``observe.py`` (facts from engine output), ``adapter.py`` (engine driving), ``spec.py``.
 """
 
 from rubricgym.adapters.appworld.adapter import AppWorldAdapter
-from rubricgym.adapters.appworld.facts import ApiCall, AppWorldBinding, AppWorldFacts
+from rubricgym.adapters.appworld.facts import AppWorldBinding, AppWorldFacts, CodeCallSite, ExecutedCall
 from rubricgym.adapters.appworld.paths import AppWorldNotSetUp
 
-__all__ = ["AppWorldAdapter", "AppWorldFacts", "AppWorldBinding", "ApiCall", "AppWorldNotSetUp"]
+__all__ = ["AppWorldAdapter", "AppWorldFacts", "AppWorldBinding", "ExecutedCall", "CodeCallSite", "AppWorldNotSetUp"]

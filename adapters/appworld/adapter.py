@@ -10,24 +10,24 @@ import os
 import shutil
 import uuid
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineStep
-from rubricgym.adapters.appworld.binder import bind
+from rubricgym.adapters.appworld.binder import bind_task
 from rubricgym.adapters.appworld.client import EnvironmentClient, ServerCallError
-from rubricgym.adapters.appworld.code_analysis import analyze_code, is_mutating
-from rubricgym.adapters.appworld.facts import ApiCall, AppWorldBinding, AppWorldFacts
+from rubricgym.adapters.appworld.facts import AppWorldBinding, AppWorldFacts
 from rubricgym.adapters.appworld.grammar import CODE_GRAMMAR, code_of
-from rubricgym.adapters.appworld.output_analysis import analyze_output
+from rubricgym.adapters.appworld.observe import EpisodeMemory, observe_step
 from rubricgym.adapters.appworld.paths import OFFICIAL_SPLITS, official_data_root, offline_data_root
 from rubricgym.adapters.appworld.server import AppWorldServer
 from rubricgym.contract import Outcome, ParsedAction
 
 log = logging.getLogger(__name__)
-SPLITS = ("default", *OFFICIAL_SPLITS)
-NON_APPS = {"supervisor", "api_docs"}
+OFFLINE_SPLITS = {"default": "train", "offline_train": "train", "offline_dev": "dev", "offline_all": None}
+SPLITS = (*OFFLINE_SPLITS, *OFFICIAL_SPLITS)
 PROMPT = """Task: {instruction}
 I am {first_name} {last_name} (email {email}, phone {phone_number}); it is now {datetime}.
 Solve the task by writing Python code, one block per step; I run it and show you its output.
@@ -43,9 +43,8 @@ class _Episode:
     task_id: str
     instruction: str
     binding: AppWorldBinding
-    authenticated: set[str] = field(default_factory=set)
+    memory: EpisodeMemory = field(default_factory=EpisodeMemory)
     touched: set[str] = field(default_factory=set)
-    page_seen: dict[str, int] = field(default_factory=dict)
     mutations: int = 0
     explored: bool = False
     completed: bool = False
@@ -57,16 +56,16 @@ class _Episode:
             return "completed"
         if self.mutations:
             return "mutated"
-        if self.authenticated:
+        if self.memory.authenticated:
             return "authenticated"
         return "explored" if self.explored else "start"
 
     def context_key(self) -> str:
-        return (f"apps={','.join(sorted(self.touched)) or '-'}|auth={','.join(sorted(self.authenticated)) or '-'}"
+        return (f"apps={','.join(sorted(self.touched)) or '-'}|auth={','.join(sorted(self.memory.authenticated)) or '-'}"
                 f"|stage={self.stage()}")
 
     def signature(self) -> str:
-        raw = json.dumps([sorted(self.authenticated), self.mutations, self.completed])
+        raw = json.dumps([sorted(self.memory.authenticated), self.mutations, self.completed])
         return hashlib.sha1(raw.encode()).hexdigest()[:16]
 
 
@@ -76,6 +75,9 @@ class AppWorldAdapter(Adapter):
     ``step_timeout_s`` is AppWorld's own execution limit; the HTTP call gets
     ``step_timeout_s + call_margin_s`` and a server that misses it is killed as hung. World
     initialization and evaluation get ``setup_timeout_s`` (a cold server loads its apps then).
+    ``step_cpu_s`` is the CPU budget of one execution (stopped inside the server; a server
+    still busy ``cpu_grace_s`` later, in C code, is killed); ``memory_cap_gb`` caps the
+    server's address space (0: no cap). A server left above half its cap is restarted at reset.
     """
 
     benchmark = "AppWorld"
@@ -93,47 +95,67 @@ class AppWorldAdapter(Adapter):
         setup_timeout_s: float = 120.0,
         stop_grace_s: float = 10.0,
         max_observation_chars: int = 20_000,
+        step_cpu_s: float = 10.0,
+        cpu_grace_s: float = 2.0,
+        memory_cap_gb: float = 4.0,
     ):
         if split not in SPLITS:
             raise ValueError(f"AppWorld split must be one of {SPLITS}, got {split!r}")
         if int(step_timeout_s) < 1:
             raise ValueError("step_timeout_s must be >= 1 (AppWorld's limit is whole seconds)")
+        if step_cpu_s < 0 or cpu_grace_s < 0 or memory_cap_gb < 0:
+            raise ValueError("step_cpu_s, cpu_grace_s and memory_cap_gb must be >= 0 (0 disables)")
+        if 0 < memory_cap_gb < 1:
+            raise ValueError("memory_cap_gb below 1 cannot hold AppWorld's server (about 0.6 GB at rest)")
         self.split = split
         if data_root is not None:
             self.data_root = Path(data_root).resolve()
         else:
-            self.data_root = offline_data_root() if split == "default" else official_data_root(split)
+            self.data_root = offline_data_root() if split in OFFLINE_SPLITS else official_data_root(split)
         self.step_timeout_s = int(step_timeout_s)
         self.call_timeout_s = self.step_timeout_s + float(call_margin_s)
         self.setup_timeout_s = float(setup_timeout_s)  # world init / evaluation: our code, not the agent's
         self.max_observation_chars = max_observation_chars
-        self._task_meta, self._api_index, self._task_ids = self._load_tasks()
+        self.step_cpu_s = float(step_cpu_s)
+        self.cpu_grace_s = float(cpu_grace_s)
+        self.memory_cap_bytes = int(memory_cap_gb * 1024**3) or None
+        self._task_meta, self._task_ids = self._load_tasks()
         self.server = AppWorldServer(self.data_root, start_timeout_s=server_start_timeout_s,
-                                     stop_grace_s=stop_grace_s)
+                                     stop_grace_s=stop_grace_s, memory_cap_bytes=self.memory_cap_bytes,
+                                     cpu_s=self.step_cpu_s)
         self.experiment_name = f"rubricgym_{os.getpid()}_{uuid.uuid4().hex[:8]}"
         self._client: EnvironmentClient | None = None
         self._episode: _Episode | None = None
         self._world_open = False
 
     # -- tasks -----------------------------------------------------------------------------
-    def _load_tasks(self) -> tuple[dict[str, dict], dict[str, dict], list[str]]:
+    def _load_tasks(self) -> tuple[dict[str, dict], list[str]]:
         index_path = self.data_root / "rubricgym_index.json"
         index = json.loads(index_path.read_text()) if index_path.exists() else {}
         meta = {t["id"]: t for t in index.get("tasks", [])}
-        if self.split == "default":
-            ids = list(meta)
+        if self.split in OFFLINE_SPLITS:
+            wanted = OFFLINE_SPLITS[self.split]
+            ids = [i for i, t in meta.items() if wanted is None or t.get("split", "train") == wanted]
         else:
             listing = self.data_root / "data" / "datasets" / f"{self.split}.txt"
             ids = [line.strip() for line in listing.read_text().splitlines() if line.strip()]
         if not ids:
             raise RuntimeError(f"no AppWorld tasks found under {self.data_root}")
-        return meta, index.get("apis", {}), ids
+        return meta, ids
 
     def task_ids(self) -> Sequence[str]:
         return self._task_ids
 
     # -- server ----------------------------------------------------------------------------
+    def _bloated(self) -> bool:
+        rss = self.server.rss_bytes() if self.memory_cap_bytes else None
+        return rss is not None and rss > self.memory_cap_bytes // 2
+
     def _ensure_server(self) -> EnvironmentClient:
+        if self._bloated():
+            log.warning("AppWorld server pid %s holds %.1f GB (cap %.1f GB); restarting it", self.server.pid,
+                        (self.server.rss_bytes() or 0) / 1024**3, (self.memory_cap_bytes or 0) / 1024**3)
+            self.server.kill()
         if self._client is None or not self.server.alive() or not self.server.healthy():
             if self.server.process is not None:
                 log.warning("AppWorld server %s is not healthy; restarting it", self.server.url)
@@ -148,9 +170,16 @@ class AppWorldAdapter(Adapter):
         """Kill the server (a hung one cannot answer; a dead one is reaped); reset restarts it."""
         died = not self.server.alive()
         code = self.server.process.returncode if self.server.process is not None else None
+        killed_for = self.server.killed_for
         self.server.kill()
         self._world_open = False
-        what = f"server process exited (code {code})" if died else ("server hung" if exc.hung else "server error")
+        if killed_for == "cpu":
+            what = (f"step exceeded its CPU budget ({self.step_cpu_s:g} s + {self.cpu_grace_s:g} s grace) "
+                    "in code that ignored the in-server stop; server killed")
+        elif died:
+            what = f"server process exited (code {code})"
+        else:
+            what = "server hung" if exc.hung else "server error"
         message = f"AppWorld {what}: {exc}"
         if self._episode is not None:
             self._episode.failure = message
@@ -186,7 +215,7 @@ class AppWorldAdapter(Adapter):
         meta = self._task_meta.get(task_id, {})
         instruction = task["instruction"]
         self._episode = _Episode(task_id=task_id, instruction=instruction,
-                                 binding=bind(instruction, meta.get("apps"), meta.get("operations")))
+                                 binding=bind_task(instruction, meta.get("apps"), meta.get("operations")))
         observation = PROMPT.format(instruction=instruction, datetime=task.get("datetime", ""), **task["supervisor"])
         return EngineReset(
             observation=observation,
@@ -201,41 +230,22 @@ class AppWorldAdapter(Adapter):
         if episode is None or not self._world_open:
             raise EngineFailure("AppWorld world is not open (the server failed earlier in this episode)")
         code = code_of(action.action or "")
-        code_facts = analyze_code(code)
-        output = self._call("execute", timeout_s=self.call_timeout_s, code=code)
-        if not isinstance(output, str):
-            output = str(output)
-        out = analyze_output(output)
-
-        calls = [ApiCall(app=c.app, api=c.api, arguments=c.arguments, in_loop=c.in_loop,
-                         mutating=is_mutating(c.app, c.api, self._api_index)) for c in code_facts.calls]
-        app_calls = [c for c in calls if c.app not in NON_APPS]
-        mutating = sorted({f"{c.app}.{c.api}" for c in calls if c.mutating and c.api != "complete_task"})
-        state_mutated = bool(mutating) and not out.execution_failed
-        logins = sorted({c.app for c in calls if c.api == "login"}) if not out.execution_failed else []
-        paginated, advanced = [], False
-        for c in calls:
-            if "page_index" not in c.arguments:
-                continue
-            key = f"{c.app}.{c.api}"
-            paginated.append(key)
-            raw = c.arguments["page_index"]
-            if raw.isdigit():
-                if int(raw) > episode.page_seen.get(key, 0):
-                    advanced = True
-                episode.page_seen[key] = max(episode.page_seen.get(key, 0), int(raw))
-            else:  # computed page index (a loop variable): the code walks pages
-                advanced = True
-        complete_called = any(c.app == "supervisor" and c.api == "complete_task" for c in calls)
-        answer_given = any(c.app == "supervisor" and c.api == "complete_task" and c.arguments.get(
-            "answer", c.arguments.get("arg0", "None")) != "None" for c in calls)
-
-        episode.explored = episode.explored or bool(calls)
-        episode.touched |= {c.app for c in app_calls}
-        episode.authenticated |= set(logins)
-        episode.mutations += int(state_mutated)
-        if "complete_task" in code:  # any spelling that could reach it; cheap when absent
+        watch = self.server.watch_cpu(self.step_cpu_s + self.cpu_grace_s) if self.step_cpu_s else nullcontext()
+        with watch:
+            result = self._call("execute_tracked", timeout_s=self.call_timeout_s, code=code)
+        if not isinstance(result, dict) or not isinstance(result.get("output"), str):
+            raise self._broken(ServerCallError(f"/execute_tracked sent an unexpected answer: {str(result)[:200]}"))
+        output = result["output"]
+        seen = observe_step(code, output, result.get("requests") or [], episode.memory,
+                            resource_limit=result.get("limit"))
+        facts = seen.facts
+        episode.memory = seen.memory
+        episode.explored = episode.explored or facts["num_executed_calls"] > 0
+        episode.touched |= set(facts["apps_called"])
+        episode.mutations += int(facts["state_mutated"])
+        if seen.complete_task_served:
             episode.completed = bool(self._call("task_completed"))
+        facts["task_completed"] = episode.completed
         reward = 0.0
         if episode.completed:
             episode.evaluation = self._evaluate()
@@ -245,50 +255,16 @@ class AppWorldAdapter(Adapter):
         if len(observation) > self.max_observation_chars:
             observation = (observation[: self.max_observation_chars]
                            + f"\n... [output truncated: {len(output)} characters in all]")
-        facts = dict(  # benchmark fields only; RubricEnv adds the shared ones and validates
-            api_calls=calls,
-            apps_called=sorted({c.app for c in app_calls}),
-            num_api_calls=len(calls),
-            read_api_called=any(not c.mutating and c.api not in ("login", "logout") for c in app_calls),
-            mutating_apis=mutating,
-            mutating_api_called=bool(mutating),
-            state_mutated=state_mutated,
-            api_docs_consulted=any(c.app == "api_docs" for c in calls),
-            syntax_error=not code_facts.syntax_ok or out.exception_type == "SyntaxError",
-            execution_failed=out.execution_failed,
-            exception_type=out.exception_type,
-            timed_out=out.timed_out,
-            api_error=out.api_error,
-            api_error_codes=out.api_error_codes,
-            api_error_messages=out.api_error_messages,
-            login_apps=logins,
-            authenticated_apps=sorted(episode.authenticated),
-            passwords_fetched=any(c.api == "show_account_passwords" for c in calls),
-            uses_access_token=any("access_token" in c.arguments for c in calls),
-            paginated_apis=sorted(set(paginated)),
-            pagination_advanced=advanced,
-            complete_task_called=complete_called,
-            answer_given=answer_given,
-            task_completed=episode.completed,
-            imports=code_facts.imports,
-            has_loop=code_facts.has_loop,
-            printed_output=out.printed,
-            output_chars=len(output),
-            emails_seen=out.emails[:50],
-            secret_in_output=bool(out.secret_kinds),
-            secret_kinds=out.secret_kinds,
-            code_lines=code_facts.lines,
-        )
-        error_text = "\n".join(output.strip().splitlines()[-3:]) if out.execution_failed else ""
+        error_text = "\n".join(output.strip().splitlines()[-3:]) if facts["execution_failed"] else ""
         return EngineStep(
             observation=observation,
             state_signature=episode.signature(),
-            entities=out.entity_ids + out.emails,
+            entities=seen.entities,
             context_key=episode.context_key(),
             benchmark_facts=facts,
             reward=reward,
             terminated=episode.completed,
-            accepted=not out.execution_failed,
+            accepted=not facts["execution_failed"],
             error_text=error_text,
         )
 

@@ -1,4 +1,7 @@
-"""Task binder: instruction (+ offline metadata) -> AppWorldBinding. Deterministic, no model."""
+"""Task binder: instruction (+ offline metadata) -> AppWorldBinding. Deterministic, no model.
+
+Every pattern runs with a ``regex`` time-out on at most 5,000 characters; a pattern that
+times out yields nothing for its field (the binding stays valid, the field is empty)."""
 
 from __future__ import annotations
 
@@ -32,17 +35,36 @@ NOT_NAMES = {"Simple", "Note", "Todoist", "Venmo", "Spotify", "Gmail", "Amazon",
              "Midnight", "Owls", "Road", "Trip", "Chill", "Vibes", "Home", "Work", "Inbox", "Happy", "See", "Sunday"}
 
 
-def bind(instruction: str, apps: list[str] | None = None, operations: list[str] | None = None) -> AppWorldBinding:
-    text = instruction[:5000]
+MAX_INSTRUCTION_CHARS = 5000
+
+
+def _find(pattern: regex.Pattern[str], text: str) -> list:
+    try:
+        return pattern.findall(text, timeout=_T)
+    except TimeoutError:
+        return []
+
+
+def _strip(pattern: regex.Pattern[str], text: str) -> str:
+    try:
+        return pattern.sub(" ", text, timeout=_T)
+    except TimeoutError:
+        return text
+
+
+def bind_task(instruction: str, apps: list[str] | None = None,
+              operations: list[str] | None = None) -> AppWorldBinding:
+    """The binding of one task; the same instruction and metadata always give the same binding."""
+    text = instruction[:MAX_INSTRUCTION_CHARS]
     lower = text.lower()
-    words = set(_WORD.findall(lower, timeout=_T))
+    words = set(_find(_WORD, lower))
     found_apps = set(apps or [])
     for phrase, app in APP_NAMES.items():
         if phrase in lower:
             found_apps.add(app)
-    quoted = _QUOTED.findall(text, timeout=_T)
-    unquoted = _QUOTED.sub(" ", text, timeout=_T)
-    people = [f"{a} {b}" for a, b in _NAME.findall(unquoted, timeout=_T) if a not in NOT_NAMES and b not in NOT_NAMES]
+    quoted = _find(_QUOTED, text)
+    unquoted = _strip(_QUOTED, text)
+    people = [f"{a} {b}" for a, b in _find(_NAME, unquoted) if a not in NOT_NAMES and b not in NOT_NAMES]
     ops = set(operations or [])
     if not operations:
         for op, verbs in OPERATION_VERBS.items():
@@ -55,11 +77,11 @@ def bind(instruction: str, apps: list[str] | None = None, operations: list[str] 
     return AppWorldBinding(
         apps=sorted(found_apps),
         people=list(dict.fromkeys(people)),
-        emails=list(dict.fromkeys(_EMAIL.findall(text, timeout=_T))),
+        emails=list(dict.fromkeys(_find(_EMAIL, text))),
         quoted=quoted,
-        amounts=[float(a) for a in _AMOUNT.findall(text, timeout=_T)],
-        dates=_DATE.findall(text, timeout=_T),
-        file_paths=_PATH.findall(unquoted, timeout=_T),
+        amounts=[float(a) for a in _find(_AMOUNT, text)],
+        dates=_find(_DATE, text),
+        file_paths=_find(_PATH, unquoted),
         relationships=[r for r in RELATIONSHIPS if r in words],
         required_operations=sorted(ops),
         expects_answer=expects_answer,

@@ -1,4 +1,7 @@
-"""Static facts about one agent code block, read with ``ast`` (never executed here)."""
+"""Static facts about one agent code block, read with ``ast`` (never executed here).
+
+Only what execution cannot show: syntax, call sites as written, loops, imports. Which calls
+ran comes from AppWorld's request tracker (``observe.py``)."""
 
 from __future__ import annotations
 
@@ -6,13 +9,6 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-MUTATING_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-AUTH_APIS = frozenset({"login", "logout"})
-# Used when no generated API index is available (official data root without our index).
-MUTATING_PREFIXES = ("create_", "add_", "update_", "delete_", "remove_", "send_", "like_", "unlike_", "follow_",
-                     "unfollow_", "approve_", "deny_", "remind_", "complete_", "move_", "copy_", "post_",
-                     "review_", "play_", "download_", "upload_", "assign_", "withdraw_", "mark_", "reply_",
-                     "forward_", "archive_", "place_", "cancel_", "return_", "set_", "reset_", "write_")
 MAX_ARG_CHARS = 120
 
 
@@ -103,15 +99,3 @@ def analyze_code(code: str) -> CodeAnalysis:
         pass
     return CodeAnalysis(calls=visitor.calls, imports=sorted(set(visitor.imports)), has_loop=visitor.has_loop,
                         lines=code.count("\n") + 1)
-
-
-def is_mutating(app: str, api: str, api_index: dict[str, dict[str, dict]] | None) -> bool:
-    """Whether an API changes app state: its HTTP method when indexed, else its name."""
-    if api in AUTH_APIS:
-        return False
-    if app == "supervisor":
-        return api == "complete_task"
-    method = ((api_index or {}).get(app) or {}).get(api, {}).get("method")
-    if method:
-        return method.upper() in MUTATING_METHODS
-    return api.startswith(MUTATING_PREFIXES)

@@ -1,17 +1,33 @@
 """Run AppWorld's own environment server on 127.0.0.1 (executed by AppWorld's venv python).
 
-    <appworld venv>/bin/python serve_app.py --port 8123 --root <data root>
+    <appworld venv>/bin/python serve_app.py --port 8123 --root <data root> [--cpu-s 10]
 
 ``appworld serve environment`` binds 0.0.0.0; this serves the same FastAPI app on loopback
-only. It also narrows AppWorld's read-only ``open`` during code execution so that agent
-code cannot read the task's ground truth or any file under the data root.
+only, and adds three things AppWorld's server does not have:
+
+* agent code may not open files under the data root (no reading the ground truth);
+* ``POST /execute_tracked``: AppWorld's ``/execute`` plus the requests that execution made,
+  read from AppWorld's own ``requester.request_tracker`` (the list it saves as
+  ``logs/api_calls.jsonl``), each annotated with app, API, HTTP status and response size;
+* a CPU-time budget per execution (``ITIMER_PROF``): agent code past it is stopped with a
+  ``CPUTimeLimitExceeded`` error, reported like any other execution failure. The memory cap
+  is an address-space limit set by the launcher before this process starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+from typing import Any
+
+CPU_LIMIT_MESSAGE = "CPUTimeLimitExceeded: this execution used more than {cpu_s:g} s of CPU time"
+MEMORY_LIMIT_MESSAGE = "MemoryError: this execution hit the server's memory cap"
+
+
+class CPUTimeLimitExceeded(Exception):
+    """Raised in agent code when one execution exhausts its CPU-time budget."""
 
 
 def guard_data_root(root: str) -> None:
@@ -49,10 +65,133 @@ def guard_data_root(root: str) -> None:
     SafetyGuard.enable = enable
 
 
+def annotate_requests() -> None:
+    """Record, next to each entry of AppWorld's request tracker, the app/API it served and
+    the response's status and size (the tracker itself keeps method, url and data only)."""
+    from appworld.requester import Requester
+
+    def notes(requester: Any) -> dict[int, dict[str, Any]]:
+        found = requester.__dict__.get("_rubricgym_notes")
+        if found is None or requester.__dict__.get("_rubricgym_tracker") is not requester.request_tracker.requests:
+            found = requester.__dict__["_rubricgym_notes"] = {}
+            requester.__dict__["_rubricgym_tracker"] = requester.request_tracker.requests
+        return found
+
+    def wrap_transport(name: str) -> None:
+        original = getattr(Requester, name)
+
+        def tracked(self, url, *args, **kwargs):
+            index = len(self.request_tracker.requests)
+            try:
+                response = original(self, url, *args, **kwargs)
+            except Exception as exc:  # raise_on_failure: "Response status code is 409:\n<body>"
+                if len(self.request_tracker.requests) == index + 1:
+                    text = str(exc)
+                    head, _, body = text.partition("\n")
+                    code = head.rsplit(" ", 1)[-1].rstrip(":")
+                    notes(self).setdefault(index, {}).update(
+                        status=int(code) if head.startswith("Response status code is") and code.isdigit() else None,
+                        response_bytes=len(body), error=type(exc).__name__)
+                raise
+            if len(self.request_tracker.requests) == index + 1:
+                body = getattr(response, "content", None)
+                size = len(body) if isinstance(body, (bytes, bytearray)) else len(str(getattr(response, "text", "")))
+                notes(self).setdefault(index, {}).update(status=int(response.status_code), response_bytes=size)
+            return response
+
+        setattr(Requester, name, tracked)
+
+    for method in ("_get", "_post", "_put", "_patch", "_delete"):
+        wrap_transport(method)
+    original_request = Requester._request
+
+    def request(self, _app_name, _api_name, *args, **kwargs):
+        index = len(self.request_tracker.requests)
+        try:
+            return original_request(self, _app_name, _api_name, *args, **kwargs)
+        finally:
+            if len(self.request_tracker.requests) == index + 1:
+                notes(self).setdefault(index, {}).update(app=_app_name, api=_api_name)
+
+    Requester._request = request
+
+
+def new_requests(world: Any) -> list[dict[str, Any]]:
+    """Tracker entries added since the last call for this world, with their annotations."""
+    from fastapi.encoders import jsonable_encoder
+
+    requester = world.requester
+    entries = requester.request_tracker.requests
+    notes = requester.__dict__.get("_rubricgym_notes") or {}
+    start = world.__dict__.get("_rubricgym_cursor", 0)
+    if start > len(entries):  # the tracker was reset
+        start = 0
+    world.__dict__["_rubricgym_cursor"] = len(entries)
+    out = []
+    for index in range(start, len(entries)):
+        entry = entries[index]
+        out.append({"index": index, "method": entry["method"], "url": entry["url"],
+                    "data": jsonable_encoder(entry["data"]), **notes.get(index, {})})
+    return out
+
+
+def budget_cpu(cpu_s: float) -> None:
+    """Arm a CPU-time timer around each cell AppWorld runs; past it the cell is stopped."""
+    from appworld.environment import AppWorld
+
+    def over_budget(signum: int, frame: Any) -> None:
+        raise CPUTimeLimitExceeded(CPU_LIMIT_MESSAGE.format(cpu_s=cpu_s))
+
+    signal.signal(signal.SIGPROF, over_budget)
+    original = AppWorld._shell_run_cell
+
+    def run_cell(self, code: str):
+        self.__dict__["_rubricgym_limit"] = None
+        signal.setitimer(signal.ITIMER_PROF, cpu_s)
+        try:
+            return original(self, code)
+        except CPUTimeLimitExceeded:  # arrived outside the cell's own error handling
+            self.__dict__["_rubricgym_limit"] = "cpu"
+            return None
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+
+    if cpu_s > 0:
+        AppWorld._shell_run_cell = run_cell
+
+
+def add_tracked_execute(app: Any, cpu_s: float) -> None:
+    from fastapi import Body
+
+    import appworld.serve.environment as server
+
+    @app.post("/execute_tracked")
+    async def execute_tracked(task_id: str = Body(...), code: str = Body(...)) -> dict[str, Any]:
+        server.maybe_raise_exception(task_id)
+        world = server.world
+        start_cpu = os.times()
+        try:
+            output = world.execute(code)
+        except MemoryError:
+            output = f"Execution failed. Traceback:\n{MEMORY_LIMIT_MESSAGE}"
+        end_cpu = os.times()
+        limit = world.__dict__.pop("_rubricgym_limit", None)
+        if limit == "cpu":
+            output = "Execution failed. Traceback:\n" + CPU_LIMIT_MESSAGE.format(cpu_s=cpu_s)
+        elif "CPUTimeLimitExceeded" in output[-400:]:
+            limit = "cpu"
+        elif "MemoryError" in output[-400:]:
+            limit = "memory"
+        used = (end_cpu.user + end_cpu.system) - (start_cpu.user + start_cpu.system)
+        return {"output": {"output": output, "requests": new_requests(world), "cpu_s": round(used, 4),
+                           "limit": limit}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--root", required=True)
+    parser.add_argument("--cpu-s", type=float, default=0.0, help="CPU seconds per execution (0: no budget)")
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
 
@@ -61,8 +200,11 @@ def main() -> None:
 
     update_root(args.root)
     guard_data_root(args.root)
+    annotate_requests()
     from appworld.serve.environment import app
 
+    budget_cpu(args.cpu_s)
+    add_tracked_execute(app, args.cpu_s)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level=args.log_level, access_log=False)
     # uvicorn returned after a graceful SIGTERM; interpreter teardown after a world has run
     # can block for 10-35 s (AppWorld's own CLI exits the same way).

@@ -2,7 +2,9 @@
 
 AppWorld keeps one world per server process, so each env owns its server. Servers are
 started in their own session with a parent-death signal, tracked in a registry and
-stopped at exit, so none outlives the process that started it.
+stopped at exit, so none outlives the process that started it. Each server runs under an
+address-space cap (``memory_cap_bytes``) and a CPU-time budget per execution (``cpu_s``,
+enforced inside the server; ``watch_cpu`` kills a server whose agent code sits in C past it).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import atexit
 import ctypes
 import logging
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -28,6 +31,8 @@ log = logging.getLogger(__name__)
 SERVE_SCRIPT = Path(__file__).with_name("serve_app.py")
 _LIVE: weakref.WeakSet[AppWorldServer] = weakref.WeakSet()
 _PR_SET_PDEATHSIG = 1
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+DEFAULT_MEMORY_CAP_BYTES = 4 * 1024**3
 
 
 class ServerStartError(RuntimeError):
@@ -40,11 +45,34 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def _child_setup(memory_cap_bytes: int | None):
+    def setup() -> None:  # runs in the child between fork and exec
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except OSError:
+            pass
+        if memory_cap_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_cap_bytes, memory_cap_bytes))
+
+    return setup
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of ``pid`` (None once it is gone)."""
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def process_rss_bytes(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 class AppWorldServer:
@@ -54,8 +82,12 @@ class AppWorldServer:
     many worlds), then SIGKILL after ``stop_grace_s``.
     """
 
-    def __init__(self, data_root: str | Path, start_timeout_s: float = 120.0, stop_grace_s: float = 10.0):
+    def __init__(self, data_root: str | Path, start_timeout_s: float = 120.0, stop_grace_s: float = 10.0,
+                 memory_cap_bytes: int | None = DEFAULT_MEMORY_CAP_BYTES, cpu_s: float = 0.0):
         self.data_root = Path(data_root)
+        self.memory_cap_bytes = memory_cap_bytes
+        self.cpu_s = float(cpu_s)
+        self.killed_for: str | None = None  # "cpu" when watch_cpu killed the process
         self.start_timeout_s = start_timeout_s
         self.stop_grace_s = stop_grace_s
         self.port: int | None = None
@@ -103,15 +135,17 @@ class AppWorldServer:
                     "APPWORLD_ROOT": str(self.data_root),
                     "PYTHONUNBUFFERED": "1",
                 }
+                self.killed_for = None
                 self.process = subprocess.Popen(
-                    [str(python), str(SERVE_SCRIPT), "--port", str(self.port), "--root", str(self.data_root)],
+                    [str(python), str(SERVE_SCRIPT), "--port", str(self.port), "--root", str(self.data_root),
+                     "--cpu-s", str(self.cpu_s)],
                     cwd=str(self.data_root),
                     env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=self._log_file,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=_child_setup(self.memory_cap_bytes),
                 )
                 _LIVE.add(self)
                 if self._wait_ready():
@@ -174,6 +208,17 @@ class AppWorldServer:
             self._http = None
         _LIVE.discard(self)
 
+    def cpu_seconds(self) -> float | None:
+        return process_cpu_seconds(self.process.pid) if self.process is not None else None
+
+    def rss_bytes(self) -> int | None:
+        return process_rss_bytes(self.process.pid) if self.process is not None else None
+
+    def watch_cpu(self, limit_s: float, poll_s: float = 0.25) -> CpuWatch:
+        """A watchdog for one call: SIGKILL the server once it used ``limit_s`` more CPU seconds
+        (agent code in C ignores the in-server budget's signal)."""
+        return CpuWatch(self, limit_s, poll_s)
+
     def restart(self) -> None:
         self.kill()
         self.start()
@@ -183,6 +228,41 @@ class AppWorldServer:
             self._kill()
         except Exception:
             pass
+
+
+class CpuWatch:
+    """Context manager around one server call; see ``AppWorldServer.watch_cpu``."""
+
+    def __init__(self, server: AppWorldServer, limit_s: float, poll_s: float):
+        self.server, self.limit_s, self.poll_s = server, limit_s, poll_s
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _watch(self, pid: int, start: float) -> None:
+        while not self._done.wait(self.poll_s):
+            used = process_cpu_seconds(pid)
+            if used is None:
+                return
+            if used - start > self.limit_s:
+                self.server.killed_for = "cpu"
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                return
+
+    def __enter__(self) -> CpuWatch:
+        process = self.server.process
+        start = process_cpu_seconds(process.pid) if process is not None else None
+        if process is not None and start is not None and self.limit_s > 0:
+            self._thread = threading.Thread(target=self._watch, args=(process.pid, start), daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 @atexit.register
