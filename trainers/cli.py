@@ -80,7 +80,9 @@ def format_summary(summary: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("RUBRICGYM_LOG", "WARNING"))
+    from rubricgym.trainers.checkpoint import CheckpointError
     from rubricgym.trainers.config import dump_config, load_config
+    from rubricgym.trainers.run_files import load_run_config
     from rubricgym.trainers.trainer import CONFIG_FILE, Trainer
 
     overrides = _overrides(args)
@@ -89,9 +91,15 @@ def run(args: argparse.Namespace) -> int:
             if args.config:
                 print("rubricgym train: --resume uses the run's own config; drop --config", file=sys.stderr)
                 return 2
-            config = load_config(Path(args.resume) / CONFIG_FILE, overrides)
+            if not Path(args.resume).is_dir():
+                print(f"rubricgym train: --resume {args.resume}: no such run folder", file=sys.stderr)
+                return 2
+            config = load_run_config(Path(args.resume), CONFIG_FILE, overrides)
         else:
             config = load_config(args.config, overrides)
+    except CheckpointError as exc:
+        print(f"rubricgym train: cannot resume: {exc}", file=sys.stderr)
+        return 2
     except (ValidationError, ValueError, OSError) as exc:
         print(f"rubricgym train: bad configuration: {exc}", file=sys.stderr)
         return 2
@@ -103,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
             trainer = Trainer.from_run_dir(args.resume, overrides)
         else:
             trainer = Trainer(config)
+    except CheckpointError as exc:
+        print(f"rubricgym train: cannot resume: {exc}", file=sys.stderr)
+        return 2
     except (FileNotFoundError, RuntimeError, ValueError, ImportError, NotImplementedError) as exc:
         print(f"rubricgym train: cannot start: {exc}", file=sys.stderr)
         return 2

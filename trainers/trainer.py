@@ -21,10 +21,11 @@ import torch
 
 from rubricgym.contract import save_jsonl
 from rubricgym.trainers.advantages import DRACO_ESTIMATORS, assign_advantages
-from rubricgym.trainers.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from rubricgym.trainers.config import TrainConfig, dump_config, load_config
+from rubricgym.trainers.checkpoint import atomic_write_text, latest_checkpoint, restore_latest, save_checkpoint
+from rubricgym.trainers.config import TrainConfig, dump_config
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, available_tasks, make_env_factory
+from rubricgym.trainers.run_files import cut_metrics, load_run_config, read_metrics_lines
 from rubricgym.trainers.update import ppo_update
 from rubricgym.trainers.warmup import collect_demonstrations, has_expert, run_warmup
 
@@ -114,7 +115,7 @@ class Trainer:
         self._tb: Any = None
         if resume:
             self._resume()
-        (self.run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
+        atomic_write_text(self.run_dir / CONFIG_FILE, dump_config(config))
 
     # ---- construction ------------------------------------------------------------------
     @staticmethod
@@ -411,10 +412,7 @@ class Trainer:
 
     def read_metrics(self, phase: str | None = "rl") -> list[dict[str, Any]]:
         """Lines of one phase ("rl": the iterations; "warmup"), or all of them (None)."""
-        path = self.run_dir / METRICS_FILE
-        if not path.exists():
-            return []
-        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        lines = read_metrics_lines(self.run_dir / METRICS_FILE)
         return [m for m in lines if phase is None or m.get("phase", "rl") == phase]
 
     def _save_trajectories(self, groups: Sequence[Sequence[Rollout]], it: int) -> None:
@@ -438,17 +436,13 @@ class Trainer:
                                keep=self.config.run.keep_checkpoints)
 
     def _resume(self) -> None:
-        ckpt = latest_checkpoint(self.run_dir)
-        if ckpt is None:
-            raise FileNotFoundError(f"{self.run_dir}: no checkpoint to resume from")
-        state = load_checkpoint(ckpt, self.model, self.optimizer, self.scheduler)
-        self.iteration = int(state["iteration"])
-        self.data_position = int(state["data_position"])
-        self.warmup_done = bool(state.get("warmup_done", False)) or (self.run_dir / WARMUP_FILE).is_file()
+        # the newest intact checkpoint (damaged newer ones are named in a warning, moved aside)
+        restored = restore_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
+        self.iteration = restored.iteration
+        self.data_position = restored.data_position
+        self.warmup_done = restored.warmup_done or (self.run_dir / WARMUP_FILE).is_file()
         # metrics written after the checkpoint belong to iterations that will be redone
-        kept = [m for m in self.read_metrics(None) if m["iteration"] <= self.iteration]
-        (self.run_dir / METRICS_FILE).write_text("".join(json.dumps(m, sort_keys=True) + "\n" for m in kept),
-                                                 encoding="utf-8")
+        cut_metrics(self.run_dir / METRICS_FILE, self.iteration)
         self.generator.sync_weights(self.model, self.iteration)
 
     def close(self) -> None:
@@ -460,5 +454,5 @@ class Trainer:
     def from_run_dir(cls, run_dir: str | Path, overrides: list[str] | None = None, **kwargs: Any) -> Trainer:
         """Resume a run from its folder, with its own resolved config (plus overrides)."""
         run_dir = Path(run_dir)
-        config = load_config(run_dir / CONFIG_FILE, overrides)
+        config = load_run_config(run_dir, CONFIG_FILE, overrides)
         return cls(config, run_dir, resume=True, **kwargs)

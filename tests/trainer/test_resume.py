@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rubricgym.trainers.checkpoint import list_checkpoints
+from rubricgym.trainers.checkpoint import CheckpointError, list_checkpoints
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.trainer import Trainer
 
@@ -77,7 +77,7 @@ def test_resume_from_an_earlier_checkpoint_discards_later_metrics(tmp_path):
 def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
     trainer = Trainer(load_config(None, SETTINGS), tmp_path / "empty")
     trainer.close()
-    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+    with pytest.raises(CheckpointError, match="no checkpoint to resume from"):
         Trainer.from_run_dir(tmp_path / "empty")
 
 

@@ -1,0 +1,232 @@
+"""Issue 10, items 1 and 8: checkpoints are data, never code; a damaged run resumes from
+its newest intact checkpoint with nothing lost, and every refusal names the file.
+
+One reference run (3 iterations, a checkpoint each) is copied per fault; the fault is
+applied, the run is resumed, and its metrics must equal the uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rubricgym.trainers.checkpoint import (
+    ADAPTER_FILE,
+    LEGACY_PICKLE,
+    MANIFEST_FILE,
+    STATE_FILE,
+    TENSORS_FILE,
+    CheckpointError,
+    list_checkpoints,
+    read_checkpoint,
+    verify_checkpoint,
+)
+from rubricgym.trainers.config import load_config
+from rubricgym.trainers.trainer import Trainer
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = [
+    "model.name=tiny", "env.factory=trainer.word_env:make_word_env", "env.max_steps=2",
+    "algorithm.advantage=grpo", "algorithm.group_size=2", "algorithm.tasks_per_iteration=2",
+    "algorithm.lr=0.01", "algorithm.skip_zero_advantage=false", "algorithm.entropy_coef=0.05",
+    "generation.max_new_tokens=8", "prompt.max_prompt_tokens=40", "run.iterations=3", "run.progress=false",
+    "run.evaluate_after=false", "run.keep_checkpoints=5", "run.tensorboard=false",
+]
+VOLATILE = ("time/", "throughput/", "memory/")
+
+
+def _stable(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in m.items() if not k.startswith(VOLATILE)} for m in rows]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("ref") / "run"
+    trainer = Trainer(load_config(None, SETTINGS), run)
+    trainer.train()
+    trainer.close()
+    assert [p.name for p in list_checkpoints(run)] == [f"checkpoint-00000{i}" for i in (1, 2, 3)]
+    return run
+
+
+def _copy(reference: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(reference, run)
+    return run
+
+
+def _metrics(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def _resume_to_the_end(run: Path) -> Trainer:
+    trainer = Trainer.from_run_dir(run)
+    trainer.train()
+    trainer.close()
+    return trainer
+
+
+def _reseal(ckpt: Path) -> None:
+    """What an attacker who rewrites a file would also do: make the manifest match again."""
+    manifest = json.loads((ckpt / MANIFEST_FILE).read_text())
+    for rel in manifest["files"]:
+        data = (ckpt / rel).read_bytes()
+        manifest["files"][rel] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    (ckpt / MANIFEST_FILE).write_text(json.dumps(manifest))
+
+
+class _Payload:
+    """A pickle that runs a command when unpickled (the issue's reproduction)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_checkpoint_holds_no_pickle(reference):
+    ckpt = list_checkpoints(reference)[-1]
+    names = sorted(p.relative_to(ckpt).as_posix() for p in ckpt.rglob("*") if p.is_file())
+    assert {ADAPTER_FILE, TENSORS_FILE, STATE_FILE, MANIFEST_FILE} <= set(names)
+    assert not [n for n in names if n.endswith((".pt", ".pth", ".bin", ".pkl", ".pickle"))]
+    for name in names:
+        assert not (ckpt / name).read_bytes().startswith(b"\x80"), f"{name} looks like a pickle"
+    verify_checkpoint(ckpt)
+    state = json.loads((ckpt / STATE_FILE).read_text())
+    assert state["iteration"] == 3 and len(state["python_random"]["internal"]) == 625
+
+
+@pytest.mark.slow
+def test_pickled_state_file_is_refused_unopened(reference, tmp_path):
+    """The attack: a checkpoint whose state is a pickle that runs a shell command."""
+    run = _copy(reference, tmp_path)
+    marker = tmp_path / "pwned"
+    for ckpt in list_checkpoints(run):
+        shutil.rmtree(ckpt)
+    crafted = run / "checkpoint-000003"
+    crafted.mkdir()
+    (crafted / LEGACY_PICKLE).write_bytes(pickle.dumps(_Payload(marker)))
+    with pytest.raises(CheckpointError, match=LEGACY_PICKLE) as err:
+        Trainer.from_run_dir(run)
+    assert "never loaded" in str(err.value) and str(crafted / LEGACY_PICKLE) in str(err.value)
+    assert not marker.exists()
+    # through the CLI: exit 2, the file named, no traceback, nothing executed
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", "--resume", str(run), "--quiet"],
+                         env=env, cwd=ROOT, timeout=600, capture_output=True, text=True, check=False)
+    assert out.returncode == 2, out.stderr
+    assert LEGACY_PICKLE in out.stderr and "Traceback" not in out.stderr
+    assert not marker.exists()
+    assert (crafted / LEGACY_PICKLE).exists()  # evidence kept, not deleted
+
+
+@pytest.mark.parametrize("fault", ["pickle_in_state_json", "state_json_wrong_types", "garbage_tensors",
+                                   "garbage_adapter", "deep_json", "manifest_escapes_folder"])
+def test_crafted_files_with_a_matching_manifest_are_refused(reference, tmp_path, fault):
+    """An attacker can recompute checksums; the content is still only parsed as data."""
+    run = _copy(reference, tmp_path)
+    ckpt = list_checkpoints(run)[-1]
+    marker = tmp_path / "pwned"
+    named = {"pickle_in_state_json": STATE_FILE, "state_json_wrong_types": STATE_FILE,
+             "garbage_tensors": TENSORS_FILE, "garbage_adapter": ADAPTER_FILE, "deep_json": STATE_FILE,
+             "manifest_escapes_folder": MANIFEST_FILE}[fault]
+    if fault == "pickle_in_state_json":
+        (ckpt / STATE_FILE).write_bytes(pickle.dumps(_Payload(marker)))
+    elif fault == "state_json_wrong_types":
+        state = json.loads((ckpt / STATE_FILE).read_text())
+        state["python_random"]["internal"] = "not a list"
+        (ckpt / STATE_FILE).write_text(json.dumps(state))
+    elif fault in ("garbage_tensors", "garbage_adapter"):
+        target = ckpt / (TENSORS_FILE if fault == "garbage_tensors" else ADAPTER_FILE)
+        target.write_bytes((2**40).to_bytes(8, "little") + b"{" * 64)  # header length far past the end
+    elif fault == "deep_json":
+        (ckpt / STATE_FILE).write_text("[" * 100_000 + "]" * 100_000)
+    _reseal(ckpt)
+    if fault == "manifest_escapes_folder":
+        manifest = json.loads((ckpt / MANIFEST_FILE).read_text())
+        data = (run / "config.yaml").read_bytes()
+        manifest["files"]["../config.yaml"] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+        (ckpt / MANIFEST_FILE).write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError) as err:
+        read_checkpoint(ckpt)
+    assert str(ckpt / named) in str(err.value)
+    assert not marker.exists()
+
+
+FAULTS = {
+    "empty_state_file": lambda c: (c / STATE_FILE).write_bytes(b""),
+    "garbage_safetensors": lambda c: (c / TENSORS_FILE).write_bytes(os.urandom(4096)),
+    "truncated_adapter": lambda c: (c / ADAPTER_FILE).write_bytes((c / ADAPTER_FILE).read_bytes()[:100]),
+    "one_flipped_byte": lambda c: _flip(c / TENSORS_FILE),
+    "missing_manifest": lambda c: (c / MANIFEST_FILE).unlink(),
+    "half_written_manifest": lambda c: (c / MANIFEST_FILE).write_text((c / MANIFEST_FILE).read_text()[:40]),
+    "missing_folder_contents": lambda c: [p.unlink() for p in c.rglob("*") if p.is_file()],
+}
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_damaged_latest_checkpoint_falls_back_with_nothing_lost(reference, tmp_path, fault, caplog):
+    run = _copy(reference, tmp_path)
+    latest = list_checkpoints(run)[-1]
+    FAULTS[fault](latest)
+    with caplog.at_level(logging.WARNING, logger="rubricgym.trainers.checkpoint"):
+        trainer = Trainer.from_run_dir(run)
+    assert trainer.iteration == 2
+    assert any(latest.name in r.getMessage() for r in caplog.records), "the warning names the bad checkpoint"
+    assert (run / f"{latest.name}.corrupt").is_dir()  # kept for inspection, never picked again
+    trainer.train()
+    trainer.close()
+    assert _stable(_metrics(run)) == _stable(_metrics(reference))  # iteration 3 redone exactly
+
+
+def test_partial_last_metrics_line_is_cut_and_the_run_resumes(reference, tmp_path):
+    run = _copy(reference, tmp_path)
+    shutil.rmtree(list_checkpoints(run)[-1])  # killed after iteration 3's metrics, before its checkpoint...
+    with open(run / "metrics.jsonl", "a") as fh:
+        fh.write('{"iteration": 4, "kl": 0.0')  # ...and mid-way through a later line
+    _resume_to_the_end(run)
+    assert _stable(_metrics(run)) == _stable(_metrics(reference))
+
+
+def test_broken_config_yaml_uses_the_checkpoint_copy(reference, tmp_path, caplog):
+    run = _copy(reference, tmp_path)
+    shutil.rmtree(list_checkpoints(run)[-1])
+    (run / "config.yaml").write_text("model: [unclosed\n")
+    with caplog.at_level(logging.WARNING, logger="rubricgym.trainers.run_files"):
+        trainer = Trainer.from_run_dir(run)
+    assert any("config.yaml" in r.getMessage() for r in caplog.records)
+    trainer.train()
+    trainer.close()
+    assert _stable(_metrics(run)) == _stable(_metrics(reference))
+    assert load_config(run / "config.yaml") == load_config(reference / "config.yaml")  # rewritten whole
+
+
+@pytest.mark.slow
+def test_no_intact_checkpoint_is_a_clear_refusal_through_the_cli(reference, tmp_path):
+    run = _copy(reference, tmp_path)
+    for ckpt in list_checkpoints(run):
+        (ckpt / STATE_FILE).write_text("")
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", "--resume", str(run), "--quiet"],
+                         env=env, cwd=ROOT, timeout=600, capture_output=True, text=True, check=False)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    for ckpt in list_checkpoints(run):
+        assert str(ckpt / STATE_FILE) in out.stderr  # every bad file named
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before  # nothing moved or lost

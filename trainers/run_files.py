@@ -1,0 +1,79 @@
+"""Reading a run folder back for a resume: the metrics log and the run's config.
+
+Both may have been cut short by a crash (a kill mid-``write``) or damaged since. A partial
+last metrics line is cut (it belongs to an iteration that is redone); a broken
+``config.yaml`` is replaced by the config stored in the newest intact checkpoint. Each
+warning and each refusal names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from rubricgym.trainers.checkpoint import CheckpointError, atomic_write_text, newest_intact
+from rubricgym.trainers.config import TrainConfig, load_config
+
+log = logging.getLogger(__name__)
+
+
+def read_metrics_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a metrics log, one per line. A line that is not a JSON object
+    (the partial last line of a killed run, or damage) is skipped with a warning naming
+    ``path:line``."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            value = None
+        if not isinstance(value, dict) or not isinstance(value.get("iteration", 0), int):
+            log.warning("%s:%d is not a complete metrics record; skipped", path, number)
+            continue
+        out.append(value)
+    return out
+
+
+def cut_metrics(path: Path, iteration: int) -> int:
+    """Keep the records of iterations ``<= iteration`` (later ones are redone after a
+    resume), drop partial lines; rewrite atomically. Returns the records kept."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    kept = [m for m in read_metrics_lines(path) if int(m.get("iteration", 0)) <= iteration]
+    atomic_write_text(path, "".join(json.dumps(m, sort_keys=True) + "\n" for m in kept))
+    return len(kept)
+
+
+def load_run_config(run_dir: Path, config_file: str, overrides: list[str] | None = None) -> TrainConfig:
+    """The run's own config (``config_file`` in ``run_dir``) plus overrides. When that file
+    is missing or broken, the config saved in the newest intact checkpoint is used, with a
+    warning naming the file; with neither, a ``CheckpointError`` names both."""
+    run_dir = Path(run_dir)
+    path = run_dir / config_file
+    try:
+        load_config(path)  # the file alone: is it damaged? (a bad --set is reported as it is, below)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError, ValueError, RecursionError) as exc:
+        problem = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    else:
+        return load_config(path, overrides)
+    loaded, skipped = newest_intact(run_dir, move_aside=False)
+    if loaded is None:
+        extra = f"; checkpoints: {'; '.join(skipped)}" if skipped else "; no checkpoint holds a copy"
+        raise CheckpointError(path, f"cannot be read ({problem}){extra}")
+    log.warning("%s cannot be read (%s); using the config saved in %s", path, problem, loaded.path / "trainer_state.json")
+    try:
+        return load_config(None, overrides, base=loaded.state.config)
+    except ValidationError as exc:
+        raise CheckpointError(loaded.path / "trainer_state.json", f"holds an invalid config ({exc.errors()[0]['msg']})") from None
+
