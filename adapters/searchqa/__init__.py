@@ -1,11 +1,14 @@
-"""SearchQA (Search-R1 protocol): task binder only; the engine adapter for this benchmark is not implemented yet.
+"""SearchQA: search-augmented question answering (the Search-R1 protocol, or the TRCA paper's
+``search[q]``/``open[i]``/``read[j]``/``answer[t]`` grammar) over a bm25s index of a local
+corpus or a Search-R1 style retrieval server.
 
 ``bind_task(question)`` turns a question into a ``SearchQABinding`` (answer format, target
 entities, relation, constraints) with deterministic rules, no model. It takes only the
-question: gold answers never reach the binding.
+question: gold answers never reach the binding. The adapter lives in ``adapter.py``
+(imported on use: it needs the ``searchqa`` extra).
 """
 
 from rubricgym.adapters.searchqa.binder import bind_task
-from rubricgym.adapters.searchqa.facts import SearchQABinding
+from rubricgym.adapters.searchqa.facts import SearchQABinding, SearchQAFacts
 
-__all__ = ["SearchQABinding", "bind_task"]
+__all__ = ["SearchQABinding", "SearchQAFacts", "bind_task"]

@@ -1,0 +1,100 @@
+"""Retrieval backends behind one small interface: ``search(query, k) -> list[Hit]``.
+
+``BM25Retriever`` indexes a local corpus with bm25s (the default, offline); the HTTP client
+for a Search-R1 style server lives in ``http_client.py``. Both return passages in rank
+order; a query that matches nothing returns no hits (never zero-score filler).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from rubricgym.adapters.searchqa.data import Passage, load_corpus
+
+MAX_QUERY_CHARS = 300  # longer queries are cut before tokenizing (a query is a line, not a page)
+
+
+class Hit(BaseModel):
+    passage: Passage
+    score: float
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    def search(self, query: str, k: int) -> list[Hit]: ...
+
+    def document(self, title: str) -> list[Passage]:
+        """Every passage the backend can show under ``title``, in corpus order."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def tokenize_query(query: str) -> list[str]:
+    import bm25s
+
+    tokens = bm25s.tokenize([query[:MAX_QUERY_CHARS]], stopwords="en", return_ids=False, show_progress=False)
+    return [t for t in tokens[0] if t]
+
+
+class BM25Retriever:
+    """bm25s (Lucene BM25, English stop words, no stemming) over an in-memory corpus."""
+
+    def __init__(self, passages: Sequence[Passage]):
+        import bm25s
+
+        if not passages:
+            raise ValueError("BM25Retriever needs at least one passage")
+        self.passages = list(passages)
+        self._by_title: dict[str, list[Passage]] = {}
+        for p in self.passages:
+            self._by_title.setdefault(p.title, []).append(p)
+        texts = [f"{p.title} {p.text}" if p.title else p.text for p in self.passages]
+        self._index = bm25s.BM25()
+        self._index.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        self._lock = threading.Lock()  # bm25s retrieval is not documented as thread-safe
+
+    def search(self, query: str, k: int) -> list[Hit]:
+        tokens = tokenize_query(query)
+        if not tokens or k <= 0:
+            return []
+        k = min(k, len(self.passages))
+        with self._lock:
+            ids, scores = self._index.retrieve([tokens], k=k, show_progress=False, n_threads=1)
+        return [Hit(passage=self.passages[int(i)], score=float(s))
+                for i, s in zip(ids[0].tolist(), scores[0].tolist()) if s > 0.0]
+
+    def document(self, title: str) -> list[Passage]:
+        return list(self._by_title.get(title, []))
+
+    def close(self) -> None:
+        pass
+
+
+_CACHE: OrderedDict[tuple[str, int, int], BM25Retriever] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+CACHE_SIZE = 4
+
+
+def bm25_for_file(path: str | Path) -> BM25Retriever:
+    """A BM25 index of a corpus file, shared by every env made in this process over the same
+    unchanged file (building it is the expensive part of ``gym.make``)."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    retriever = BM25Retriever(load_corpus(path))
+    with _CACHE_LOCK:
+        _CACHE[key] = retriever
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return retriever
