@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -106,7 +105,7 @@ def main() -> int:
         base_url = server.base_url
     cache_dir = tempfile.mkdtemp(prefix="judge-bench-cache-")
     settings = JudgeSettings(
-        base_url=base_url, model=model, api_key=os.environ.get("OPENAI_API_KEY") or None,
+        base_url=base_url, model=model,  # the key, if any, is read from OPENAI_API_KEY
         response_format="json_object_schema", ask_reasons=False, max_criteria=6, max_new_criteria=3,
         max_observation_chars=300, max_response_chars=200, concurrency=2, timeout_s=300, cache_dir=cache_dir,
     )

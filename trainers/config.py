@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # errors never echo input values: a refused secret must not be printed or logged
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
 
 class ModelSettings(_Section):
@@ -117,7 +118,18 @@ class JudgeSettings(_Section):
     static_rubric: str | None = Field(
         None, description="rubric file or packaged name for the static variants (default: the benchmark's own)")
     self_judge: bool = Field(False, description="the policy model judges its own rollouts (k repeats)")
-    options: dict[str, Any] = Field(default_factory=dict, description="inline judge settings")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="inline judge settings; never a key: name it with api_key_env / api_key_file")
+
+    @field_validator("options")
+    @classmethod
+    def _no_inline_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # the config is written to the run folder (config.yaml, checkpoints): keys stay out
+        from rubricgym.secret_refs import refuse_inline_secrets
+
+        refuse_inline_secrets(value, "judge.options", prefix="judge.options.")
+        return value
 
 
 class RunSettings(_Section):

@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: RUBRICGYM_JUDGE_BASE_URL)")
     parser.add_argument("--model", help="judge model name (default: RUBRICGYM_JUDGE_MODEL)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    parser.add_argument("--api-key-file", help="file whose first line is the API key (instead of --api-key-env)")
     parser.add_argument("--response-format", choices=["json_schema", "json_object_schema", "json_object", "none"])
     parser.add_argument("--cache-dir", help="persistent response cache directory")
     parser.add_argument("--concurrency", type=int)
@@ -56,9 +57,9 @@ def _settings(args: argparse.Namespace):
     kwargs = {k: v for k, v in overrides.items() if v is not None}
     if args.no_reasons:
         kwargs["ask_reasons"] = False
-    key = os.environ.get(args.api_key_env)
-    if key:
-        kwargs["api_key"] = key
+    kwargs["api_key_env"] = args.api_key_env
+    if args.api_key_file:
+        kwargs["api_key_file"] = args.api_key_file
     return JudgeSettings(**kwargs)
 
 

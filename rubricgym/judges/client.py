@@ -100,7 +100,8 @@ class OpenAIChatBackend:
         import openai
 
         self.settings = settings
-        key = settings.api_key.get_secret_value() if settings.api_key is not None else ""
+        secret = settings.api_key()  # read from the environment / key file now, kept only by the client
+        key = secret.get_secret_value() if secret is not None else ""
         self._client = openai.OpenAI(
             base_url=settings.base_url,
             api_key=key or "no-key",  # local servers ignore it; the openai client insists on one

@@ -1,9 +1,11 @@
 """Judge configuration: one pydantic-settings object, read from arguments or the environment.
 
 Environment: ``RUBRICGYM_JUDGE_BASE_URL``, ``RUBRICGYM_JUDGE_MODEL``, any other field as
-``RUBRICGYM_JUDGE_<FIELD>``, and the key from ``OPENAI_API_KEY`` (or
-``RUBRICGYM_JUDGE_API_KEY``). The key is a ``SecretStr``: it never appears in ``repr``,
-dumps, cache keys, ledgers or run directories (``public_dump`` leaves it out).
+``RUBRICGYM_JUDGE_<FIELD>``. The settings never hold the API key: they name where it is
+(``api_key_env``, default ``OPENAI_API_KEY``, falling back to ``RUBRICGYM_JUDGE_API_KEY``;
+or ``api_key_file``), and ``api_key()`` reads it when a client is built. A key given as a
+setting value (``api_key: ...``, or any string shaped like a provider key) is refused with
+a message saying how to pass it, so no dump, cache key, ledger or run folder can hold it.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rubricgym.secret_refs import read_secret, refuse_inline_secrets
 
 
 class ResponseFormat(str, Enum):
@@ -34,15 +38,13 @@ class ResponseFormat(str, Enum):
 class JudgeSettings(BaseSettings):
     """Everything that decides how judge calls are made (not what they ask)."""
 
-    model_config = SettingsConfigDict(env_prefix="RUBRICGYM_JUDGE_", extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(env_prefix="RUBRICGYM_JUDGE_", extra="ignore", populate_by_name=True,
+                                      hide_input_in_errors=True)  # an error must never echo a key
 
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     model: str = Field("gpt-4o-mini", description="model name sent to the server")
-    api_key: SecretStr | None = Field(
-        None,
-        validation_alias=AliasChoices("OPENAI_API_KEY", "RUBRICGYM_JUDGE_API_KEY"),
-        description="bearer key; read from OPENAI_API_KEY when not given",
-    )
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable that holds the bearer key")
+    api_key_file: str | None = Field(None, description="file whose first line is the key (instead of api_key_env)")
     response_format: ResponseFormat = ResponseFormat.JSON_SCHEMA
     strict_schema: bool = Field(False, description="send strict=true with json_schema (OpenAI strict mode)")
     temperature: float = 0.0
@@ -70,10 +72,22 @@ class JudgeSettings(BaseSettings):
     max_observation_chars: int = Field(1500, ge=100, description="observation text per step shown to the judge")
     max_response_chars: int = Field(1500, ge=100, description="agent response text per step shown to the judge")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_inline_key(cls, data: Any) -> Any:
+        refuse_inline_secrets(data, "judge settings")
+        return data
+
+    def api_key(self) -> SecretStr | None:
+        """The key, read now from ``api_key_file`` or ``api_key_env`` (never stored here)."""
+        fallback = ("RUBRICGYM_JUDGE_API_KEY",) if self.api_key_env == "OPENAI_API_KEY" else ()
+        return read_secret(self.api_key_env, self.api_key_file, fallback_env=fallback)
+
     def public_dump(self) -> dict[str, Any]:
-        """Settings safe to write to logs, ledgers and run directories (no key)."""
-        data = self.model_dump(mode="json", exclude={"api_key"})
-        data["api_key_set"] = self.api_key is not None and bool(self.api_key.get_secret_value())
+        """Settings safe to write to logs, ledgers and run directories (they hold no key)."""
+        data = self.model_dump(mode="json")
+        key = self.api_key()
+        data["api_key_set"] = key is not None and bool(key.get_secret_value())
         return data
 
     def max_tokens(self, phase: str) -> int:

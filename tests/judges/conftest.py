@@ -29,11 +29,18 @@ def scripted_server():
         srv.stop()
 
 
+TEST_KEY_ENV = "RUBRICGYM_TEST_JUDGE_KEY"
+
+
 @pytest.fixture
-def settings_for():
-    def _make(server, **kwargs) -> JudgeSettings:
+def settings_for(monkeypatch):
+    """Settings for a scripted server; the key lives in an environment variable (settings
+    only ever name it), ``key=...`` sets that variable for the test."""
+
+    def _make(server, key: str = "sk-test-not-secret", **kwargs) -> JudgeSettings:
+        monkeypatch.setenv(TEST_KEY_ENV, key)
         base = dict(base_url=server.base_url if server else "http://127.0.0.1:9/v1", model="scripted",
-                    api_key="sk-test-not-secret", response_format="json_object_schema", timeout_s=5.0,
+                    api_key_env=TEST_KEY_ENV, response_format="json_object_schema", timeout_s=5.0,
                     max_transport_retries=2, backoff_initial_s=0.01, backoff_max_s=0.05, concurrency=4)
         base.update(kwargs)
         return JudgeSettings(**base)

@@ -124,7 +124,7 @@ def test_api_key_never_reaches_disk_or_logs(scripted_server, settings_for, tmp_p
     srv = scripted_server()
     srv.plan = ["500", "malformed"]
     run_dir = tmp_path / "run"
-    settings = settings_for(srv, api_key=SECRET, cache_dir=str(run_dir / "cache"), concurrency=1)
+    settings = settings_for(srv, key=SECRET, cache_dir=str(run_dir / "cache"), concurrency=1)
     assert SECRET not in repr(settings) and SECRET not in json.dumps(settings.public_dump())
     with caplog.at_level(logging.DEBUG):
         judge = DracoJudge.from_settings(settings)
@@ -150,4 +150,7 @@ def test_settings_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("RUBRICGYM_JUDGE_RESPONSE_FORMAT", "json_object_schema")
     s = JudgeSettings()
     assert (s.base_url, s.model, s.response_format) == ("http://127.0.0.1:8080/v1", "smollm2", ResponseFormat.JSON_OBJECT_SCHEMA)
-    assert s.api_key.get_secret_value() == SECRET and SECRET not in repr(s) and SECRET not in str(s.public_dump())
+    assert s.api_key().get_secret_value() == SECRET and SECRET not in repr(s) and SECRET not in str(s.public_dump())
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("RUBRICGYM_JUDGE_API_KEY", SECRET + "2")  # the documented fallback variable
+    assert JudgeSettings().api_key().get_secret_value() == SECRET + "2"

@@ -1,0 +1,94 @@
+"""Secrets are referenced, never written: a config names the environment variable (or the
+file) that holds a key, and the key is read only when a connection is made.
+
+Configs, overrides and settings end up in run folders (``config.yaml``, checkpoints), so a
+key given there as a value would reach disk; ``refuse_inline_secrets`` rejects that with a
+message saying how to pass the key instead. Used by the judge settings and the trainer's
+config; any future credential (a user simulator's key, say) follows the same rule.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+#: setting names that would hold a secret itself (compared lower-case, '-' as '_')
+SECRET_NAMES = frozenset({
+    "api_key", "apikey", "key", "secret", "secret_key", "token", "access_token", "api_token", "auth_token",
+    "password", "passwd", "authorization", "bearer", "client_secret", "private_key",
+})
+#: prefixes of well-known provider keys; such a string is a key wherever it appears
+KEY_PREFIXES = ("sk-", "sk_live_", "sk_test_", "sk-ant-", "sk-proj-", "xai-", "gsk_", "hf_", "ghp_", "github_pat_",
+                "AKIA", "AIza")
+#: settings that hold a *reference* to a secret (a variable name, a path): allowed
+REFERENCE_SUFFIXES = ("_env", "_file")
+MAX_KEY_FILE_BYTES = 16 * 1024
+
+
+class InlineSecretError(ValueError):
+    """A secret was given as a config value."""
+
+
+def how_to_pass(prefix: str = "") -> str:
+    return (f"put the key in an environment variable and set {prefix}api_key_env: VARIABLE_NAME "
+            f"(default OPENAI_API_KEY), or in a file only you can read and set {prefix}api_key_file: PATH")
+
+
+def _looks_like_key(value: str) -> bool:
+    text = value.strip()
+    return len(text) >= 16 and " " not in text and text.startswith(KEY_PREFIXES)
+
+
+def refuse_inline_secrets(data: Any, where: str, prefix: str = "") -> None:
+    """Raise ``InlineSecretError`` when ``data`` (a mapping, possibly nested) holds a secret
+    by name (``api_key: ...``) or by shape (a string that looks like a provider key). The
+    message names the setting, never its value."""
+    _walk(data, where, prefix, depth=0)
+
+
+def _walk(data: Any, where: str, prefix: str, depth: int) -> None:
+    if depth > 32:
+        raise InlineSecretError(f"{where}: settings nested more than 32 levels deep")
+    if isinstance(data, Mapping):
+        for raw_key, value in data.items():
+            name = str(raw_key).strip().lower().replace("-", "_")
+            path = f"{where}.{raw_key}"
+            if name.endswith(REFERENCE_SUFFIXES):
+                continue
+            if name in SECRET_NAMES and value not in (None, ""):
+                raise InlineSecretError(
+                    f"{path}: keys are never accepted as config values (configs are written to run folders); "
+                    + how_to_pass(prefix))
+            _walk(value, path, prefix, depth + 1)
+    elif isinstance(data, (list, tuple)):
+        for i, value in enumerate(data):
+            _walk(value, f"{where}[{i}]", prefix, depth + 1)
+    elif isinstance(data, str) and _looks_like_key(data):
+        raise InlineSecretError(f"{where}: this value looks like an API key; keys are never accepted as config "
+                                "values (configs are written to run folders); " + how_to_pass(prefix))
+
+
+def read_secret(env: str | None = None, file: str | os.PathLike[str] | None = None,
+                fallback_env: tuple[str, ...] = ()) -> SecretStr | None:
+    """The secret from ``file`` (first line, stripped) or else the variable ``env`` (then
+    ``fallback_env``); ``None`` when none is set. Read at use time, never stored in a
+    config object."""
+    if file:
+        path = Path(file).expanduser()
+        try:
+            if path.stat().st_size > MAX_KEY_FILE_BYTES:
+                raise ValueError(f"{path}: a key file must be under {MAX_KEY_FILE_BYTES} bytes")
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read the key file ({exc.strerror or exc})") from None
+        lines = text.strip().splitlines()
+        return SecretStr(lines[0].strip()) if lines and lines[0].strip() else None
+    for name in ((env,) if env else ()) + tuple(fallback_env):
+        value = os.environ.get(name, "")
+        if value.strip():
+            return SecretStr(value.strip())
+    return None
