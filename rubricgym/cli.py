@@ -1,5 +1,6 @@
-"""``rubricgym`` command line. Each subcommand lives in the module that owns its feature;
-this file only routes (modules are imported lazily so ``--help`` stays fast)."""
+"""rubricgym: environments, rubric rewards and a GRPO trainer for LLM agents.
+
+Run `rubricgym COMMAND --help` for a command's options."""
 
 from __future__ import annotations
 
@@ -7,27 +8,42 @@ import argparse
 import importlib
 import sys
 
-# subcommand -> module exposing ``add_arguments(parser)`` and ``run(args) -> int``
+# Each subcommand lives in the module that owns its feature; this file only routes (modules are
+# imported lazily so --help stays fast). Benchmark plugins add their own (BenchmarkSpec.commands).
+# subcommand -> (module exposing ``add_arguments(parser)`` and ``run(args) -> int``, help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("rubricgym.demo", "play bundled ALFWorld games and print each step's facts"),
+    "demo": ("rubricgym.demo", "play a benchmark's expert on its env and print each step's facts"),
     "library": ("rubricgym.trca.cli", "validate and inspect TRCA operator libraries"),
     "train": ("rubricgym.trainers.cli", "GRPO training with rubric rewards"),
     "judge": ("rubricgym.judges.cli", "score stored trajectories with an LLM rubric judge"),
-    "appworld": ("rubricgym.adapters.appworld.cli", "build AppWorld's venv, data and servers"),
+    "report": ("rubricgym.report.cli", "HTML report of a run folder or a trajectory file"),
 }
+
+
+def all_commands() -> dict[str, tuple[str, str]]:
+    """The core commands plus those the registered benchmarks declare."""
+    from rubricgym.registration import discover
+
+    commands = dict(COMMANDS)
+    for spec in discover().values():
+        for command in spec.commands:
+            commands.setdefault(command.name, (command.module, command.help))
+    return commands
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="rubricgym", description=__doc__)
+    commands = all_commands()
+    parser = argparse.ArgumentParser(prog="rubricgym", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (_, help_text) in COMMANDS.items():
+    for name, (_, help_text) in commands.items():
         sub.add_parser(name, help=help_text, add_help=False)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         parser.print_help()
         return 0 if not argv or argv[0] in ("-h", "--help") else 2
     name, rest = argv[0], argv[1:]
-    module_name, help_text = COMMANDS[name]
+    module_name, help_text = commands[name]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

@@ -1,37 +1,51 @@
-"""``rubricgym demo``: play bundled ALFWorld games and show each step's facts.
+"""``rubricgym demo``: play a benchmark's expert on its env and show each step's facts.
 
-The policy is scripted: the planner's expert plan, with a malformed response, an
-inadmissible command and a repeated command mixed in so Invalidity facts show up next to
-Evidence and Execution ones. Runs offline on the real engine.
+The policy is scripted: the benchmark's expert player (its spec's ``expert``), with a
+malformed response, an unknown command and a repeated command mixed in so Invalidity
+facts show up next to Evidence and Execution ones. Runs offline on the real engine.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+from collections.abc import Sequence
 from typing import Any
+
+from rubricgym.benchmark import ExpertAction
+from rubricgym.parsing import TagGrammar
 
 DEFAULT_GAMES = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help="how many games to play")
-    parser.add_argument("--split", choices=["train", "eval"], default="train")
-    parser.add_argument("--seed", type=int, default=0, help="picks the games and seeds the resets")
-    parser.add_argument("--data-path", default=None, help="official-format ALFWorld data (default: bundled games)")
+    from rubricgym.trainers.config import DEFAULT_ENV_ID
+
+    parser.add_argument("--env", default=DEFAULT_ENV_ID, help=f"env id to play (default: {DEFAULT_ENV_ID})")
+    parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help="how many tasks to play")
+    parser.add_argument("--seed", type=int, default=0, help="picks the tasks and seeds the resets")
+    parser.add_argument("--kwargs", default="{}", help="JSON object of env keyword arguments, e.g. "
+                        "'{\"data_path\": \"/data/alfworld\"}'")
     parser.add_argument("--plain", action="store_true", help="plain text instead of rich tables")
 
 
-def scripted_responses(plan: list[str]) -> list[str]:
-    """The expert plan with three deliberate mistakes after the first step."""
-    wrap = lambda c: f"<think>following the plan</think><action>{c}</action>"  # noqa: E731
+def render(grammar: TagGrammar, action: str | ExpertAction, reasoning: str = "following the plan") -> str:
+    """An expert action as the agent's full response in the env's grammar."""
+    act = action if isinstance(action, ExpertAction) else ExpertAction(str(action))
+    kind = act.kind or grammar.action_tags[0]
+    think = f"<{grammar.reasoning_tag}>{reasoning}</{grammar.reasoning_tag}>" if grammar.reasoning_tag else ""
+    return f"{think}<{kind}>{act.content}</{kind}>"
+
+
+def scripted_responses(grammar: TagGrammar, plan: Sequence[str | ExpertAction]) -> list[str]:
+    """The expert's actions with three deliberate mistakes after the first step."""
+    first, rest = (plan[0], plan[1:]) if plan else (None, [])
     mistakes = [
-        "I think I should go to the fridge now.",  # no <action> tag: parse failure
-        wrap("go to the moon"),  # parses, but the engine answers "Nothing happens."
-        wrap("look"),
-        wrap("look"),  # same command, same state: repeated
+        "I think I should do something now.",  # no action tag: parse failure
+        render(grammar, "go to the moon"),  # parses, but no engine knows it
+        render(grammar, "go to the moon"),  # same command, same state: repeated
     ]
-    return [wrap(plan[0])] + mistakes + [wrap(c) for c in plan[1:]]
+    return ([render(grammar, first)] if first is not None else []) + mistakes + [render(grammar, a) for a in rest]
 
 
 def _non_default(facts: Any) -> dict[str, Any]:
@@ -90,44 +104,47 @@ class _Printer:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
     import gymnasium as gym
 
-    import rubricgym  # noqa: F401  (registers the env ids)
+    from rubricgym.registration import UnknownBenchmark, get_spec
 
-    env_id = "ALFWorld-Rubric-v0" if args.split == "train" else "ALFWorld-Rubric-Eval-v0"
-    kwargs: dict[str, Any] = {"reward": "none"}
-    if args.data_path:
-        kwargs["data_path"] = args.data_path
-    env = gym.make(env_id, max_steps=60, **kwargs)
+    try:
+        spec = get_spec(args.env)
+        kwargs: dict[str, Any] = json.loads(args.kwargs)
+        if not isinstance(kwargs, dict):
+            raise ValueError("--kwargs must be a JSON object")
+    except (UnknownBenchmark, ValueError) as exc:
+        print(f"rubricgym demo: {exc}")
+        return 2
+    expert = spec.load_expert()
+    if expert is None:
+        print(f"rubricgym demo: {spec.name} declares no expert player to demonstrate")
+        return 2
+    env = gym.make(args.env, reward="none", max_steps=60, **kwargs)
     out = _Printer(args.plain)
     try:
         adapter = env.unwrapped.adapter
         task_ids = list(adapter.task_ids())
-        by_type: dict[str, list[str]] = {}
-        for task_id in task_ids:
-            by_type.setdefault(task_id.split("-", 1)[0], []).append(task_id)
-        rng = random.Random(args.seed)
-        order = sorted(by_type)
-        rng.shuffle(order)
-        chosen = [rng.choice(by_type[t]) for t in order][: max(0, args.games)]
-        out.line(f"ALFWorld demo: {len(chosen)} game(s) from the {adapter.source} {args.split} split")
+        chosen = random.Random(args.seed).sample(task_ids, min(max(0, args.games), len(task_ids)))
+        out.line(f"{spec.name} demo on {args.env}: {len(chosen)} task(s), scripted expert with deliberate mistakes")
         wins = 0
         for n, task_id in enumerate(chosen, 1):
             obs, info = env.reset(seed=args.seed, options={"task_id": task_id})
-            out.header(f"game {n}: {task_id}")
+            out.header(f"task {n}: {task_id}")
             out.line(obs)
             out.line(f"binding: {info['binding'].model_dump()}", style="magenta")
-            plan = adapter.expert_plan()
-            for i, response in enumerate(scripted_responses(plan)):
+            for i, response in enumerate(scripted_responses(adapter.grammar, expert(adapter))):
                 obs, reward, terminated, truncated, info = env.step(response)
                 out.step(i, response, info["transition"], reward)
                 if terminated or truncated:
                     break
-            outcome = env.unwrapped.trajectory.outcome
-            wins += bool(outcome.success)
-            out.line(f"outcome: success={outcome.success} after {env.unwrapped.trajectory.num_steps} steps",
-                     style="bold green" if outcome.success else "bold red")
-        out.line(f"\n{wins}/{len(chosen)} games won by the scripted policy")
+            success = bool(info["outcome"].success) if "outcome" in info else False
+            wins += success
+            out.line(f"outcome: success={success} after {info['transition'].step + 1} steps",
+                     style="bold green" if success else "bold red")
+        out.line(f"\n{wins}/{len(chosen)} tasks won by the scripted expert")
         return 0 if wins == len(chosen) else 1
     finally:
         env.close()

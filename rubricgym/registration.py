@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rubricgym.benchmark import BenchmarkSpec, load_ref
+from rubricgym.benchmark import BenchmarkSpec, load_ref, model_ref
 from rubricgym.env import RubricEnv
 
 log = logging.getLogger(__name__)
@@ -37,8 +37,9 @@ class UnknownBenchmark(LookupError):
 
 def register_benchmark(spec: BenchmarkSpec) -> None:
     """Add a benchmark and register its env ids with gymnasium (idempotent per name)."""
-    if spec.name in BENCHMARKS and BENCHMARKS[spec.name] is not spec:
-        raise ValueError(f"benchmark {spec.name!r} is registered twice")
+    old = BENCHMARKS.get(spec.name)
+    if old is not None and model_ref(old.facts_model) != model_ref(spec.facts_model):
+        raise ValueError(f"benchmark {spec.name!r} is registered twice, with different facts models")
     BENCHMARKS[spec.name] = spec
     for env in spec.env_ids:
         owner = _ENV_IDS.setdefault(env.id, spec.name)

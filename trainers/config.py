@@ -32,8 +32,12 @@ class LoraSettings(_Section):
     target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
 
 
+DEFAULT_ENV_ID = "ALFWorld-Rubric-v0"
+"""The main job's env (the one benchmark name the trainer and demo default to)."""
+
+
 class EnvSettings(_Section):
-    id: str = Field("ALFWorld-Rubric-v0", description="a gymnasium id of a rubricgym env")
+    id: str = Field(DEFAULT_ENV_ID, description="a gymnasium id of a rubricgym env")
     factory: str | None = Field(None, description="'module:callable' returning a gym.Env (overrides id)")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gym.make / the factory")
     max_steps: int = Field(3, ge=1, description="step budget per episode")
@@ -140,6 +144,7 @@ class RunSettings(_Section):
     checkpoint_every: int = Field(1, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
     trajectories_every: int = Field(1, ge=1, description="write sampled trajectories every N iterations")
+    report_every: int = Field(0, ge=0, description="refresh the run folder's report.html every N iterations (0: off)")
     evaluate_after: bool = Field(True, description="re-run the first iteration's tasks greedily-sampled after training")
     tensorboard: bool = True
     progress: bool = True

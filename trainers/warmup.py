@@ -2,7 +2,7 @@
 
 A small model that never emits a parseable ``<action>`` block gives RL nothing to train
 (TRCA credits action tokens only). The warm start replays the benchmark's expert plan
-(``env.unwrapped.adapter.expert_plan()``) through a real env, builds the prompt the trainer
+(the expert player its benchmark spec declares) through a real env, builds the prompt the trainer
 itself would show at each step, and trains LoRA with cross-entropy on the response tokens
 only. Demonstrations change only the initial policy: they are played in a separate env
 instance that is closed afterwards, and no demonstration step reaches the RL batches,
@@ -19,6 +19,9 @@ from typing import Any
 
 import torch
 
+from rubricgym.benchmark import ExpertAction, ExpertPlayer
+from rubricgym.demo import render
+from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 from rubricgym.trainers.config import PromptSettings, WarmupSettings
 from rubricgym.trainers.prompts import EpisodeView, PastStep, render_prompt
 from rubricgym.trainers.rollout import StepSample
@@ -36,14 +39,27 @@ class Demonstration:
     response_text: str
 
 
-def demonstration_response(instruction: str, command: str) -> str:
-    """Short templated reasoning, then the expert's command, in the trained format."""
+def demonstration_response(instruction: str, action: str | ExpertAction, grammar: TagGrammar = ACTION_GRAMMAR) -> str:
+    """Short templated reasoning, then the expert's action, in the env's grammar."""
+    act = action if isinstance(action, ExpertAction) else ExpertAction(str(action))
     goal = instruction.rstrip(". ") or "finish the task"
-    return f"<think>To {goal}, the next step is: {command}.</think><action>{command}</action>"
+    return render(grammar, act, reasoning=f"To {goal}, the next step is: {act.content}.")
+
+
+def expert_of(env: Any) -> tuple[ExpertPlayer, Any] | None:
+    """The env's benchmark expert player and the adapter it plays through (None: no expert)."""
+    from rubricgym.registration import UnknownBenchmark, get_spec
+
+    adapter = getattr(env.unwrapped, "adapter", None)
+    try:
+        expert = get_spec(adapter.benchmark).load_expert() if adapter is not None else None
+    except UnknownBenchmark:
+        return None
+    return (expert, adapter) if expert is not None else None
 
 
 def has_expert(env: Any) -> bool:
-    return callable(getattr(getattr(env.unwrapped, "adapter", None), "expert_plan", None))
+    return expert_of(env) is not None
 
 
 def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: PromptSettings,
@@ -53,20 +69,21 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
     Steps run until the plan ends or the env's own budget stops the episode, so prompts are
     exactly those the policy sees in RL (same builder, same history window)."""
     env = env_fn()
-    if not has_expert(env):
+    found = expert_of(env)
+    if found is None:
         env.close()
-        raise ValueError("warmup.enabled=true, but this env's adapter has no expert_plan() to learn from")
+        raise ValueError("warmup.enabled=true, but this env's benchmark declares no expert player to learn from")
+    expert, adapter = found
     demos: list[Demonstration] = []
     try:
         for k, task_id in enumerate(tasks):
             obs, info = env.reset(seed=seed + k, options={"task_id": task_id})
-            adapter = env.unwrapped.adapter
             view = EpisodeView(benchmark=getattr(adapter, "benchmark", ""), instruction=str(info.get("instruction", "")),
                                initial_observation=obs, observation=obs,
                                admissible_actions=info.get("admissible_actions"))
-            for command in adapter.expert_plan():
+            for command in expert(adapter):
                 prompt_ids = render_prompt(tokenizer, view, prompt)
-                text = demonstration_response(view.instruction, command)
+                text = demonstration_response(view.instruction, command, adapter.grammar)
                 response_ids = list(tokenizer(text, add_special_tokens=False)["input_ids"]) + list(stop_ids[:1])
                 obs, _, terminated, truncated, info = env.step(text)
                 transition = info.get("transition")
@@ -74,7 +91,7 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
                     log.warning("expert step %r of %s was not accepted; demonstration cut there", command, task_id)
                     break
                 demos.append(Demonstration(task_id, view.step, prompt_ids, response_ids, text))
-                view.history.append(PastStep(response=text, action=command, observation=obs))
+                view.history.append(PastStep(response=text, action=transition.action.action or "", observation=obs))
                 view.observation = obs
                 view.admissible_actions = info.get("admissible_actions")
                 if terminated or truncated:

@@ -106,7 +106,7 @@ def test_warmup_is_off_without_an_expert_and_required_when_enabled(tmp_path):
     trainer.close()
     trainer = Trainer(load_config(None, base + ["env.factory=trainer.word_env:make_word_env", "warmup.enabled=true"]),
                       tmp_path / "b")
-    with pytest.raises(ValueError, match="expert_plan"):
+    with pytest.raises(ValueError, match="declares no expert player"):
         trainer.train()
     trainer.close()
     assert make_word_env  # the plain env has no expert

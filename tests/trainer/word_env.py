@@ -11,7 +11,9 @@ from typing import ClassVar
 
 from rubricgym.adapter import Adapter, EngineReset, EngineStep, TaskBinding
 from rubricgym.contract import Facts, Outcome, ParsedAction
+from rubricgym.benchmark import BenchmarkSpec
 from rubricgym.env import RubricEnv
+from rubricgym.registration import register_benchmark
 
 WORDS = ["apple", "bread", "chair", "drum", "eagle", "flute"]
 CORRECT = "apple"
@@ -95,11 +97,24 @@ def warm_start_format(model, tokenizer, prompt_ids: list[list[int]], steps: int 
     model.eval()
 
 
-class ExpertWordAdapter(WordAdapter):
-    """The word task with an expert: its plan is the correct word (for warm-start tests)."""
+class ExpertWordFacts(WordFacts):
+    benchmark: ClassVar[str] = "WordPickExpert"
 
-    def expert_plan(self, from_current_state: bool = False) -> list[str]:
-        return [CORRECT]
+
+class ExpertWordAdapter(WordAdapter):
+    """The word task as a registered benchmark whose spec declares an expert player (the
+    correct word), for warm-start tests."""
+
+    benchmark = "WordPickExpert"
+    facts_model = ExpertWordFacts
+
+
+def expert_actions(adapter: ExpertWordAdapter) -> list[str]:
+    return [CORRECT]
+
+
+register_benchmark(BenchmarkSpec(name="WordPickExpert", facts_model=ExpertWordFacts, binding_model=TaskBinding,
+                                 binder=f"{__name__}:expert_actions", expert=f"{__name__}:expert_actions"))
 
 
 def make_expert_word_env(max_steps: int = 2, num_tasks: int = 4) -> RubricEnv:
