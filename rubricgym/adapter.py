@@ -83,6 +83,13 @@ class Adapter(ABC):
         """The benchmark's own verdict on the current episode (for evaluation only)."""
         return Outcome()
 
+    def is_admissible(self, action: str, state: EngineState) -> bool | None:
+        """Whether ``action`` was admissible in ``state`` (``None``: the engine lists none).
+        Adapters whose actions take free-text arguments (``search[...]``) override this."""
+        if state.admissible_actions is None:
+            return None
+        return action in state.admissible_actions
+
     def invalid_step(self, action: ParsedAction, state: EngineState) -> EngineStep:
         """The engine's answer to an unparseable response: nothing happens, state unchanged.
 

@@ -153,9 +153,7 @@ class RubricEnv(gym.Env[str, str]):
         result: EngineStep,
         failure: str | None,
     ) -> Transition:
-        admissible = None
-        if parsed.ok and prev.admissible_actions is not None:
-            admissible = parsed.action in prev.admissible_actions
+        admissible = self.adapter.is_admissible(parsed.action, prev) if parsed.ok and parsed.action else None
         new_entities = [e for e in dict.fromkeys(result.entities) if e not in self._seen_entities]
         self._seen_entities.update(new_entities)
         facts = self.adapter.facts_model(

