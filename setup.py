@@ -9,7 +9,7 @@ FOLDERS = {
     "rubricgym.trainers": "trainers",
     "rubricgym.operator_libraries": "operator_libraries",
 }
-DATA = ["*.yaml", "*.yml", "*.json", "*.jsonl", "*.md", "*.txt", "*.tw-pddl", "*.pddl", "*.twl2"]
+DATA = ["*.yaml", "*.yml", "*.json", "*.jsonl", "*.md", "*.txt", "*.tw-pddl", "*.pddl", "*.twl2", "*.html"]
 
 packages: list[str] = []
 package_dir: dict[str, str] = {}

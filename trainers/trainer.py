@@ -278,7 +278,19 @@ class Trainer:
             self._save_trajectories(groups, it)
         if it % cfg.run.checkpoint_every == 0 or it == cfg.run.iterations:
             self.save()
+        if cfg.run.report_every and (it % cfg.run.report_every == 0 or it == cfg.run.iterations):
+            self.write_report()
         return metrics
+
+    def write_report(self) -> None:
+        """The live view: refresh ``report.html`` in the run folder. A failing report is
+        logged, never allowed to stop the training."""
+        try:
+            from rubricgym.report import write_report
+
+            write_report(self.run_dir, live=True)
+        except Exception:
+            log.exception("writing the run report failed (the run goes on)")
 
     # ---- format warm-up (once, before RL) ------------------------------------------------
     def eval_tasks(self) -> list[tuple[str, int]]:
@@ -426,7 +438,10 @@ class Trainer:
                 meta = {**r.trajectory.meta, "iteration": it, "group": r.group, "member": r.member,
                         "success": r.success, "error": r.error,
                         "step_advantages": [max((a for a, m in zip(s.token_advantages or [], s.loss_mask or []) if m),
-                                                key=abs, default=0.0) for s in r.steps]}
+                                                key=abs, default=0.0) for s in r.steps],
+                        "token_advantages": [[[self.tokenizer.decode([t]), a] for t, a, m in
+                                              zip(s.response_ids, s.token_advantages or [], s.loss_mask or []) if m]
+                                             for s in r.steps]}
                 trajs.append(r.trajectory.model_copy(update={"meta": meta}))
         save_jsonl(folder / f"iter-{it:06d}.jsonl", trajs)
 

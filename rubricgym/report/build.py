@@ -1,0 +1,204 @@
+"""Build a report from a run folder or a trajectory file, and write it as one HTML file.
+
+The page is rendered from Jinja templates with autoescaping on: every piece of trajectory
+text is escaped; the only markup not escaped is the SVG matplotlib draws from numbers. The
+page carries a Content-Security-Policy that allows no script and no request at all (images
+are ``data:``), so even a file crafted by hand cannot make it fetch or run anything.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+from pydantic import BaseModel, ConfigDict, Field
+
+from rubricgym.report.plots import advantage_color, curve_svg, slug, text_color
+from rubricgym.report.sources import RunFiles, is_run_dir, metric_series, read_run, read_trajectories
+from rubricgym.report.views import CreditSettings, GroupView, group_trajectories, group_view
+
+REPORT_FILE = "report.html"
+CURVES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("success rate", ("success_rate",)),
+    ("engine return", ("env_return_mean",)),
+    ("TRCA reward (mean per step)", ("trca_reward_mean",)),
+    ("return paid by the env (mean)", ("return_mean",)),
+    ("parsed-action rate", ("action_parsed_rate",)),
+    ("loss", ("loss", "pg_loss")),
+    ("KL to the base", ("kl",)),
+    ("entropy", ("entropy",)),
+    ("clip fraction", ("clip_frac",)),
+    ("mean |advantage|", ("advantage_abs_mean",)),
+    ("tokens per second", ("throughput/generation_tok_s", "throughput/update_tok_s")),
+    ("time per phase (s)", ("time/generation_s", "time/environment_s", "time/tokenization_s", "time/credit_s",
+                            "time/update_s")),
+)
+EVAL_KEYS = ("success_rate", "return_mean", "env_return_mean", "trca_reward_mean", "action_parsed_rate")
+
+
+class Curve(BaseModel):
+    title: str
+    slug: str
+    keys: list[str]
+    points: int
+    svg: str
+
+
+class Section(BaseModel):
+    title: str
+    groups: list[GroupView]
+
+
+class Report(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    title: str
+    kind: str  # "run" | "trajectories"
+    source: str
+    generated_at: str
+    refresh_seconds: int | None = None
+    iterations_done: int = 0
+    iterations_total: int | None = None
+    curves: list[Curve] = Field(default_factory=list)
+    evaluations: list[tuple[str, dict[str, Any]]] = Field(default_factory=list)
+    eval_keys: list[str] = Field(default_factory=list)
+    warmup: dict[str, Any] | None = None
+    config_text: str = ""
+    sections: list[Section] = Field(default_factory=list)
+    sampled_note: str = ""
+    problems: list[str] = Field(default_factory=list)
+
+
+def _credit_settings(config: dict[str, Any]) -> CreditSettings:
+    alg = config.get("algorithm") if isinstance(config.get("algorithm"), dict) else {}
+    out = CreditSettings()
+    if alg:
+        out = CreditSettings(estimator=str(alg.get("advantage", out.estimator)),
+                             gamma=float(alg.get("gamma", out.gamma)),
+                             lam=alg.get("trca_lambda"), eps=float(alg.get("eps", out.eps)))
+    return out
+
+
+def _sections(trajectories: list, settings: CreditSettings, by_iteration: bool) -> list[Section]:
+    sections: dict[str, list[GroupView]] = {}
+    for key, members in group_trajectories(trajectories).items():
+        if key[0] == "iteration":
+            _, it, g, task = key
+            section, title, gid = f"iteration {it}", f"group {g}: task {task}", f"it{it}-g{g}"
+        else:
+            _, task, seed = key
+            section, title, gid = "trajectories", f"task {task} (seed {seed})", f"t-{slug(str(task))}-{seed}"
+        sections.setdefault(section if by_iteration else "trajectories", []).append(
+            group_view(gid, title, members, settings))
+    return [Section(title=k, groups=v) for k, v in sections.items()]
+
+
+def _run_curves(run: RunFiles) -> list[Curve]:
+    curves = []
+    for title, keys in CURVES:
+        series = {k: metric_series(run.metrics, k) for k in keys}
+        series = {k: v for k, v in series.items() if v}
+        if series:
+            curves.append(Curve(title=title, slug=slug(title), keys=[slug(k) for k in series],
+                                points=max(len(v) for v in series.values()), svg=curve_svg(title, series)))
+    warm = [(float(m["warmup_step"]), float(m["loss"])) for m in run.warmup_steps
+            if isinstance(m.get("warmup_step"), (int, float)) and isinstance(m.get("loss"), (int, float))]
+    if warm:
+        curves.append(Curve(title="warm start loss", slug="warm-start-loss", keys=["warm-start-loss"],
+                            points=len(warm), svg=curve_svg("warm start loss", {"warm start loss": warm},
+                                                            xlabel="warm-start step")))
+    return curves
+
+
+def build_run_report(path: Path, *, live: bool = False, refresh_seconds: int = 15, max_iterations: int = 6,
+                     max_groups: int = 4) -> Report:
+    run = read_run(path, max_iterations=max_iterations, max_groups=max_groups)
+    total = (run.config.get("run") or {}).get("iterations") if isinstance(run.config.get("run"), dict) else None
+    done = int(run.metrics[-1]["iteration"]) if run.metrics else 0
+    evaluations = list(run.evaluations.items())
+    keys = [k for k in EVAL_KEYS if any(k in v for _, v in evaluations)]
+    shown = sorted({t.meta.get("iteration") for t in run.trajectories if isinstance(t.meta.get("iteration"), int)})
+    note = ""
+    if run.trajectory_iterations:
+        note = (f"trajectories of {len(shown)} of the {len(run.trajectory_iterations)} iterations that stored them "
+                f"are shown: {', '.join(str(i) for i in shown)}")
+    return Report(
+        title=f"run {path.name}", kind="run", source=str(path), generated_at=_now(),
+        refresh_seconds=refresh_seconds if live and (total is None or done < total) else None,
+        iterations_done=done, iterations_total=total, curves=_run_curves(run), evaluations=evaluations,
+        eval_keys=keys, warmup=run.warmup, config_text=run.config_text,
+        sections=_sections(run.trajectories, _credit_settings(run.config), by_iteration=True),
+        sampled_note=note, problems=run.problems,
+    )
+
+
+def build_trajectory_report(path: Path, *, max_trajectories: int = 200, estimator: str = "trca",
+                            gamma: float = 0.95) -> Report:
+    problems: list[str] = []
+    trajectories = read_trajectories(path, problems, limit=max_trajectories)
+    settings = CreditSettings(estimator=estimator, gamma=gamma)
+    return Report(title=f"trajectories {path.name}", kind="trajectories", source=str(path), generated_at=_now(),
+                  sections=_sections(trajectories, settings, by_iteration=True), problems=problems)
+
+
+def build_report(path: str | os.PathLike[str], **kwargs: Any) -> Report:
+    """A run folder or a trajectory file (JSON lines)."""
+    path = Path(path)
+    if is_run_dir(path):
+        return build_run_report(path, **kwargs)
+    if path.is_file():
+        return build_trajectory_report(path, **{k: v for k, v in kwargs.items()
+                                                 if k in ("max_trajectories", "estimator", "gamma")})
+    raise FileNotFoundError(f"{path}: neither a run folder (with {REPORT_FILE!r}'s inputs: config.yaml, "
+                            "metrics.jsonl) nor a trajectory file")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    return str(value)
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("rubricgym.report", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["fmt"] = _fmt
+    env.globals.update(adv_color=advantage_color, text_color=text_color)
+    return env
+
+
+def render(report: Report) -> str:
+    curves = [c.model_copy(update={"svg": Markup(c.svg)}) for c in report.curves]  # noqa: S704 (our own SVG)
+    return _environment().get_template("report.html").render(report=report, curves=curves)
+
+
+def write_report(path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, **kwargs: Any) -> Path:
+    """Build and write the report; the file is replaced atomically (a browser never reads
+    half a page). Default output: ``report.html`` in the run folder / next to the file."""
+    path = Path(path)
+    target = Path(out) if out else (path / REPORT_FILE if path.is_dir() else path.with_suffix(".html"))
+    html = render(build_report(path, **kwargs))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=target.parent)
+    try:
+        os.chmod(tmp, 0o644)  # a report is for reading (mkstemp makes it private)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(html)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

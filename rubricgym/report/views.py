@@ -1,0 +1,287 @@
+"""What a report shows about trajectories: typed views of steps, rollouts and groups.
+
+A group is the G rollouts of one task from one initial state (a trainer iteration's group,
+or equal ``(task_id, seed)`` in a plain file). Per step: the action, an excerpt of the
+observation, the facts that changed, the TRCA operators that fired by category, r_F, r_B,
+the advantage parts A_E / A_S (computed with ``rubricgym.credit`` from the stored signals),
+the judge's criteria that cite the step, and the advantage the trajectory stored (what the
+trainer put on the step's tokens), which the heat maps show.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from rubricgym.contract import Trajectory
+from rubricgym.report.records import judge_record, operator_categories, trca_record, trca_step_reward
+
+OBSERVATION_CHARS = 240
+RESPONSE_CHARS = 400
+FACT_CHARS = 80
+TRCA_ESTIMATORS = ("trca", "trca_no_rf", "trca_no_rb")
+
+
+def excerpt(text: Any, limit: int) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class CreditSettings(BaseModel):
+    """How A_E / A_S are recomputed: the run's estimator and its parameters."""
+
+    estimator: str = "trca"
+    gamma: float = 0.95
+    lam: float | None = None
+    eps: float = 1e-6
+
+
+class Citation(BaseModel):
+    criterion: str
+    verdict: str
+
+
+class TokenCredit(BaseModel):
+    text: str
+    advantage: float | None = None
+
+
+class StepView(BaseModel):
+    index: int
+    action: str = ""
+    response: str = ""
+    parse_error: str | None = None
+    observation: str = ""
+    facts_changed: dict[str, str] = Field(default_factory=dict)
+    fired: dict[str, list[str]] = Field(default_factory=dict, description="category -> operator ids")
+    r_f: float | None = None
+    r_b: float | None = None
+    r_trca: float | None = None
+    env_reward: float = 0.0
+    a_e: float | None = None
+    a_s: float | None = None
+    advantage: float | None = Field(None, description="the advantage stored with the trajectory")
+    tokens: list[TokenCredit] | None = None
+    citations: list[Citation] = Field(default_factory=list)
+    error: str | None = None
+
+
+class CriterionRow(BaseModel):
+    id: str
+    text: str = ""
+    verdict: str
+    steps: list[int] = Field(default_factory=list)
+    reason: str = ""
+
+
+class RolloutView(BaseModel):
+    label: str
+    task_id: str
+    seed: int | None = None
+    success: bool | None = None
+    error: str | None = None
+    steps: list[StepView]
+    judge_reward: float | None = None
+    criteria: list[CriterionRow] = Field(default_factory=list)
+
+
+class GroupView(BaseModel):
+    key: str
+    title: str
+    instruction: str = ""
+    rollouts: list[RolloutView]
+    credit_note: str = ""
+    advantage_source: str = Field("stored", description="'stored' (the trainer's) or computed from A_E + A_S")
+    max_abs_advantage: float = 0.0
+
+    @property
+    def num_steps(self) -> int:
+        return max((len(r.steps) for r in self.rollouts), default=0)
+
+
+# -- steps -----------------------------------------------------------------------------------
+def _fact_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        value = ", ".join(str(v) for v in value)
+    return excerpt(value, FACT_CHARS)
+
+
+def _changed_facts(previous: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, str]:
+    """Facts whose value differs from the previous step's; a value merely cleared (an empty
+    list or string, None) is not news and is left out."""
+    return {k: _fact_text(v) for k, v in current.items()
+            if previous.get(k) != v and (isinstance(v, (bool, int, float)) or v)}
+
+
+def _fired(record: Mapping[str, Any] | None, categories: Mapping[str, str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    judgments = (record or {}).get("judgments") or {}
+    if isinstance(judgments, Mapping):
+        for op_id, value in judgments.items():
+            if value:
+                out[categories.get(str(op_id), "operators")].append(str(op_id))
+    return dict(out)
+
+
+def _float_or_none(value: Any) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if np.isfinite(out) else None
+
+
+def _stored_step_values(meta: Mapping[str, Any], key: str, n: int) -> list[float | None]:
+    values = meta.get(key)
+    if not isinstance(values, list):
+        return [None] * n
+    out = [_float_or_none(v) for v in values[:n]]
+    return out + [None] * (n - len(out))
+
+
+def _stored_tokens(meta: Mapping[str, Any], n: int) -> list[list[TokenCredit] | None]:
+    values = meta.get("token_advantages")
+    out: list[list[TokenCredit] | None] = [None] * n
+    if not isinstance(values, list):
+        return out
+    for t, tokens in enumerate(values[:n]):
+        if isinstance(tokens, list):
+            out[t] = [TokenCredit(text=str(item[0]), advantage=_float_or_none(item[1]))
+                      for item in tokens if isinstance(item, (list, tuple)) and len(item) == 2]
+    return out
+
+
+def _judge_rows(trajectory: Trajectory) -> tuple[float | None, list[CriterionRow]]:
+    """The judge's verdicts for this rollout (the last transition that carries a record)."""
+    for transition in reversed(trajectory.transitions):
+        record = judge_record(transition.info)
+        if record is None:
+            continue
+        texts = record.get("criteria") or {}
+        rows = []
+        for v in record.get("verdicts") or []:
+            if not isinstance(v, Mapping):
+                continue
+            cid = str(v.get("criterion_id", v.get("id", "?")))
+            steps = [int(s) for s in v.get("steps") or [] if isinstance(s, (int, float))]
+            rows.append(CriterionRow(id=cid, text=str(texts.get(cid, "")) if isinstance(texts, Mapping) else "",
+                                     verdict=str(v.get("verdict", "?")), steps=steps,
+                                     reason=excerpt(v.get("reason", ""), 300)))
+        return _float_or_none(record.get("reward")), rows
+    return None, []
+
+
+def rollout_view(trajectory: Trajectory, label: str) -> RolloutView:
+    n = trajectory.num_steps
+    stored = _stored_step_values(trajectory.meta, "step_advantages", n)
+    tokens = _stored_tokens(trajectory.meta, n)
+    judge_reward, criteria = _judge_rows(trajectory)
+    cited: dict[int, list[Citation]] = defaultdict(list)
+    for row in criteria:
+        for s in row.steps:
+            cited[s].append(Citation(criterion=row.id, verdict=row.verdict))
+    steps = []
+    previous: dict[str, Any] = {}
+    for t, tr in enumerate(trajectory.transitions):
+        facts = tr.facts.model_dump(mode="json")
+        changed = _changed_facts(previous, facts) if t else {
+            k: _fact_text(v) for k, v in tr.facts.model_dump(mode="json", exclude_defaults=True).items()}
+        previous = facts
+        record = trca_record(tr.info)
+        categories = operator_categories(record.get("library"), trajectory.benchmark) if record else {}
+        steps.append(StepView(
+            index=tr.step, action=excerpt(tr.action.action or "", RESPONSE_CHARS),
+            response=excerpt(tr.response, RESPONSE_CHARS),
+            parse_error=None if tr.action.ok else (tr.action.error.value if tr.action.error else "unparsed"),
+            observation=excerpt(tr.observation, OBSERVATION_CHARS), facts_changed=changed,
+            fired=_fired(record, categories),
+            r_f=_float_or_none(record.get("r_F")) if record else None,
+            r_b=_float_or_none(record.get("r_B")) if record else None,
+            r_trca=trca_step_reward(record) if record else None,
+            env_reward=tr.env_reward, advantage=stored[t], tokens=tokens[t],
+            citations=cited.get(tr.step, []), error=tr.error,
+        ))
+    meta = trajectory.meta
+    return RolloutView(label=label, task_id=trajectory.task_id, seed=trajectory.seed,
+                       success=trajectory.outcome.success, error=meta.get("error") if isinstance(meta, Mapping) else None,
+                       steps=steps, judge_reward=judge_reward, criteria=criteria)
+
+
+# -- credit ----------------------------------------------------------------------------------
+def _signals(rollout: RolloutView, trajectory: Trajectory) -> Any:
+    from rubricgym.credit.trca import RolloutSignals
+
+    if any(s.r_f is None or s.r_b is None or s.r_trca is None for s in rollout.steps):
+        return None
+    return RolloutSignals(r_f=[s.r_f for s in rollout.steps], r_b=[s.r_b for s in rollout.steps],
+                          env_rewards=[s.env_reward for s in rollout.steps],
+                          context_keys=[t.context_key for t in trajectory.transitions],
+                          r_trca=[s.r_trca for s in rollout.steps])
+
+
+def add_credit(rollouts: list[RolloutView], trajectories: Sequence[Trajectory], settings: CreditSettings) -> str:
+    """Fill A_E and A_S of every step with the credit formulas; returns a note on how."""
+    from rubricgym.credit.trca import episode_advantages, trca_group_advantages
+
+    outcomes = [float(sum(s.env_reward for s in r.steps)) for r in rollouts]
+    a_e = episode_advantages(outcomes, settings.eps) if rollouts else np.zeros(0)
+    if settings.estimator == "grpo":
+        for r, a in zip(rollouts, a_e, strict=True):
+            for s in r.steps:
+                s.a_e, s.a_s = float(a), 0.0
+        return "A_E: group-standardized outcome (grpo); A_S = 0"
+    if settings.estimator not in TRCA_ESTIMATORS:
+        return f"A_E / A_S: not part of the '{settings.estimator}' estimator"
+    signals = [_signals(r, t) for r, t in zip(rollouts, trajectories, strict=True)]
+    if any(s is None for s in signals):
+        return "A_E / A_S: some steps carry no TRCA record"
+    total = trca_group_advantages(signals, estimator=settings.estimator, lam=settings.lam, gamma=settings.gamma,
+                                  eps=settings.eps)
+    for r, a, adv in zip(rollouts, a_e, total, strict=True):
+        for s, value in zip(r.steps, adv, strict=True):
+            s.a_e, s.a_s = float(a), float(value - a)
+    lam = "the paid r_TRCA" if settings.lam is None else f"λ={settings.lam}"
+    return f"A_E, A_S recomputed: estimator {settings.estimator}, γ={settings.gamma}, {lam}"
+
+
+def group_view(key: str, title: str, trajectories: Sequence[Trajectory], settings: CreditSettings) -> GroupView:
+    rollouts = []
+    for k, traj in enumerate(trajectories):
+        member = traj.meta.get("member", k) if isinstance(traj.meta, Mapping) else k
+        rollouts.append(rollout_view(traj, f"rollout {member}"))
+    try:
+        note = add_credit(rollouts, trajectories, settings)
+    except ValueError as exc:  # inconsistent stored signals: shown, not fatal
+        note = f"A_E / A_S not computed: {exc}"
+    source = "stored"
+    if all(s.advantage is None for r in rollouts for s in r.steps):
+        # a plain file stores none: show the computed A = A_E + A_S instead, and say so
+        source = "computed (A_E + A_S)"
+        for r in rollouts:
+            for s in r.steps:
+                if s.a_e is not None and s.a_s is not None:
+                    s.advantage = s.a_e + s.a_s
+    values = [abs(s.advantage) for r in rollouts for s in r.steps if s.advantage is not None]
+    values += [abs(t.advantage) for r in rollouts for s in r.steps for t in s.tokens or [] if t.advantage is not None]
+    return GroupView(key=key, title=title, instruction=excerpt(trajectories[0].instruction if trajectories else "", 600),
+                     rollouts=rollouts, credit_note=note, advantage_source=source,
+                     max_abs_advantage=max(values, default=0.0))
+
+
+def group_trajectories(trajectories: Sequence[Trajectory]) -> dict[tuple[Any, ...], list[Trajectory]]:
+    """Rollouts of one group together: the trainer's (iteration, group), else (task, seed)."""
+    groups: dict[tuple[Any, ...], list[Trajectory]] = defaultdict(list)
+    for traj in trajectories:
+        meta = traj.meta if isinstance(traj.meta, Mapping) else {}
+        if "group" in meta:
+            key: tuple[Any, ...] = ("iteration", meta.get("iteration"), meta.get("group"), traj.task_id)
+        else:
+            key = ("task", traj.task_id, traj.seed)
+        groups[key].append(traj)
+    for members in groups.values():
+        members.sort(key=lambda t: t.meta.get("member", 0) if isinstance(t.meta, Mapping) else 0)
+    return dict(groups)
