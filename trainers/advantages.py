@@ -1,8 +1,9 @@
-"""Advantage estimators by name: per-token advantages and loss masks for every step sample.
+"""Per-token advantages and loss masks for every step sample, by estimator.
 
-The credit FORMULAS live in ``rubricgym.credit`` (GRPO, TRCA) and ``rubricgym.judges`` /
-``rubricgym.credit.draco`` (DRACO); this module only feeds them each group's signals and
-places their per-step values on tokens:
+The estimator names are interpreted in ``rubricgym.credit.estimators`` (which signal, which
+tokens, which parameters); the formulas live in ``rubricgym.credit`` (GRPO, TRCA) and
+``rubricgym.judges`` / ``rubricgym.credit.draco`` (DRACO). This module only feeds each group's
+signals to them and places the per-step values on tokens:
 
 * ``grpo``: the group-standardized outcome on every response token.
 * ``trca`` (and the ablations ``trca_no_rf``, ``trca_no_rb``): ``A_E + A_S`` on the tokens of
@@ -21,16 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from rubricgym.credit.estimators import ESTIMATORS, get_estimator
 from rubricgym.trainers.rollout import Rollout, StepSample
 
-TRCA_ESTIMATORS = ("trca", "trca_no_rf", "trca_no_rb")
-DRACO_ESTIMATORS = {
-    "draco": "dynamic/credit",
-    "draco_static": "static/no-credit",
-    "draco_static_credit": "static/credit",
-    "draco_dynamic": "dynamic/no-credit",
-}
-ESTIMATOR_NAMES = ("grpo", *TRCA_ESTIMATORS, *DRACO_ESTIMATORS)
+ESTIMATOR_NAMES = tuple(ESTIMATORS)
 
 
 class MissingRewardSignal(RuntimeError):
@@ -69,26 +64,23 @@ def trca_signals(rollout: Rollout) -> Any:
         ) from exc
 
 
-def trca_group(group: Sequence[Rollout], estimator: str, gamma: float, lam: float | None,
-               eps: float) -> list[np.ndarray]:
-    from rubricgym.credit.trca import trca_group_advantages
+def trca_group(group: Sequence[Rollout], lam: float | None, gamma: float, eps: float) -> list[np.ndarray]:
+    from rubricgym.credit.trca import trca_group_step_advantages
 
-    return trca_group_advantages([trca_signals(r) for r in group], estimator=estimator, lam=lam,
-                                 gamma=gamma, eps=eps)
+    return trca_group_step_advantages([trca_signals(r) for r in group], lam=lam, gamma=gamma, eps=eps)
 
 
-def draco_group(group: Sequence[Rollout], estimator: str, judge: Any, iteration: int) -> list[np.ndarray]:
+def draco_group(group: Sequence[Rollout], name: str, variant: str, judge: Any, iteration: int) -> list[np.ndarray]:
     """Per-step a_j from the judge's group result; tokens of a step = its response tokens."""
     if judge is None:
         raise MissingRewardSignal(
-            f"advantage '{estimator}' needs a DRACO judge: configure judge.config / judge.options "
+            f"advantage '{name}' needs a DRACO judge: configure judge.config / judge.options "
             "(an OpenAI-compatible endpoint) or pass judge= to the Trainer"
         )
     trajectories = [r.trajectory for r in group]
     if any(t is None for t in trajectories):
         raise MissingRewardSignal("DRACO needs each rollout's trajectory (env.unwrapped.trajectory)")
-    result = judge.score_group(trajectories[0].instruction, trajectories, variant=DRACO_ESTIMATORS[estimator],
-                               training_step=iteration)
+    result = judge.score_group(trajectories[0].instruction, trajectories, variant=variant, training_step=iteration)
     out = []
     for i, rollout in enumerate(group):
         n_j = [len(s.response_ids) for s in rollout.steps]
@@ -100,20 +92,17 @@ def assign_advantages(groups: Sequence[Sequence[Rollout]], estimator: str, *, ga
                       lam: float | None = None, eps: float = 1e-6, judge: Any = None,
                       iteration: int = 0) -> None:
     """Fill ``token_advantages`` and ``loss_mask`` of every step of every rollout."""
-    if estimator not in ESTIMATOR_NAMES:
-        raise ValueError(f"unknown advantage estimator {estimator!r}; choose one of {ESTIMATOR_NAMES}")
+    est = get_estimator(estimator)
     for group in groups:
-        if estimator == "grpo":
+        if est.signal == "outcome":
             per_step = grpo_group(group, eps)
-        elif estimator in TRCA_ESTIMATORS:
-            per_step = trca_group(group, estimator, gamma, lam, eps)
+        elif est.signal == "trca":
+            per_step = trca_group(group, est.lam if est.lam is not None else lam, gamma, eps)
         else:
-            per_step = draco_group(group, estimator, judge, iteration)
+            per_step = draco_group(group, est.name, str(est.draco_variant), judge, iteration)
         for rollout, values in zip(group, per_step, strict=True):
             if len(values) != len(rollout.steps):
                 raise ValueError(f"{len(values)} advantages for {len(rollout.steps)} steps")
             for step, value in zip(rollout.steps, values, strict=True):
-                if estimator in TRCA_ESTIMATORS:
-                    _set_uniform(step, float(value), step.action_tokens)
-                else:
-                    _set_uniform(step, float(value), (0, len(step.response_ids)))
+                span = step.action_tokens if est.placement == "action" else (0, len(step.response_ids))
+                _set_uniform(step, float(value), span)

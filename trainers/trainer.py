@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from rubricgym.contract import save_jsonl
-from rubricgym.trainers.advantages import DRACO_ESTIMATORS, assign_advantages
+from rubricgym.credit.estimators import get_estimator
+from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.checkpoint import atomic_write_text, latest_checkpoint, restore_latest, save_checkpoint
 from rubricgym.trainers.config import TrainConfig, dump_config
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
@@ -171,7 +172,7 @@ class Trainer:
                              seed=self.config.run.seed)
 
     def _build_judge(self) -> Any:
-        if self.config.algorithm.advantage not in DRACO_ESTIMATORS:
+        if get_estimator(self.config.algorithm.advantage).signal != "judge":
             return None
         try:
             from rubricgym.judges.config import JudgeSettings

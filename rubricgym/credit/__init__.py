@@ -1,11 +1,13 @@
 """Credit assignment: pure functions over arrays (no I/O, models or envs).
 
-Every formula of DESIGN.md §4 (TRCA) lives in ``rubricgym.credit.trca``; §5 (DRACO step
-credit) in ``rubricgym.credit.draco``; plain GRPO and the one standardization rule shared by
-every estimator in ``rubricgym.credit.grpo``. Other trainers can call these directly.
+Every TRCA formula (docs/design.md §4) lives in ``rubricgym.credit.trca``; DRACO step credit
+(§5) in ``rubricgym.credit.draco``; plain GRPO and the one standardization rule shared by
+every estimator in ``rubricgym.credit.grpo``; estimator names in
+``rubricgym.credit.estimators``. Other trainers can call these directly.
 """
 
-from rubricgym.credit import draco, grpo, trca
+from rubricgym.credit import draco, estimators, grpo, trca
+from rubricgym.credit.estimators import ESTIMATORS, Estimator, get_estimator, group_step_advantages
 from rubricgym.credit.draco import *  # noqa: F403
 from rubricgym.credit.grpo import DEFAULT_EPS, grpo_advantages, grpo_step_advantages, standardize
 from rubricgym.credit.trca import (
@@ -13,7 +15,6 @@ from rubricgym.credit.trca import (
     COVERABLE_CATEGORIES,
     DEFAULT_GAMMA,
     DEFAULT_LAMBDA,
-    ESTIMATORS,
     EVIDENCE,
     EXECUTION,
     INVALIDITY,
@@ -35,6 +36,7 @@ from rubricgym.credit.trca import (
     step_advantages,
     trca_advantages,
     trca_group_advantages,
+    trca_group_step_advantages,
     trca_rewards,
 )
 
@@ -42,6 +44,10 @@ __all__ = [
     "trca",
     "draco",
     "grpo",
+    "estimators",
+    "Estimator",
+    "get_estimator",
+    "group_step_advantages",
     *draco.__all__,
     "DEFAULT_EPS",
     "grpo_advantages",
@@ -73,5 +79,6 @@ __all__ = [
     "step_advantages",
     "trca_advantages",
     "trca_group_advantages",
+    "trca_group_step_advantages",
     "trca_rewards",
 ]

@@ -35,9 +35,6 @@ COVERABLE_CATEGORIES = (EVIDENCE, EXECUTION)
 DEFAULT_LAMBDA = 0.8
 DEFAULT_GAMMA = 0.95
 
-ESTIMATORS = ("trca", "trca_no_rf", "trca_no_rb", "grpo")
-"""Advantage estimators selectable by name: full TRCA; the paper's ablations without the
-foundational reward (lambda = 1) and without the breakthrough reward (lambda = 0); plain GRPO."""
 
 
 # -- per-step rewards -------------------------------------------------------------------------
@@ -281,7 +278,8 @@ def signals_from_trajectory(trajectory: Any) -> RolloutSignals:
     return signals_from_steps(trajectory.transitions, f"trajectory {getattr(trajectory, 'task_id', '?')}")
 
 
-def _as_signals(item: Any) -> RolloutSignals:
+def as_signals(item: Any) -> RolloutSignals:
+    """``RolloutSignals`` from signals, a mapping of its fields, or a ``Trajectory``."""
     if isinstance(item, RolloutSignals):
         return item
     if hasattr(item, "transitions"):
@@ -291,29 +289,23 @@ def _as_signals(item: Any) -> RolloutSignals:
     raise TypeError(f"cannot read rollout signals from {type(item).__name__}")
 
 
-def trca_group_advantages(
+def outcome_of(signals: RolloutSignals) -> float:
+    """The rollout's terminal outcome: given, else the sum of its sparse env rewards."""
+    return signals.outcome if signals.outcome is not None else float(np.sum(signals.env_rewards))
+
+
+def trca_group_step_advantages(
     rollouts: Sequence[Any],
-    estimator: str = "trca",
     lam: float | None = None,
     gamma: float = DEFAULT_GAMMA,
     eps: float = DEFAULT_EPS,
 ) -> list[np.ndarray]:
-    """Per-step advantages for a group of rollouts of one task, by estimator name.
+    """``A_E + A_S`` per step for a group of rollouts of one task.
 
-    ``rollouts``: ``RolloutSignals``, mappings with its fields, or ``Trajectory`` objects
-    collected through ``TRCAReward``. ``estimator``: one of ``ESTIMATORS``. ``lam`` re-mixes
-    r_F and r_B (default: the wrapper's own r_TRCA, else lambda = 0.8); the ablations fix it."""
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"unknown estimator {estimator!r}; choose one of {ESTIMATORS}")
-    signals = [_as_signals(r) for r in rollouts]
-    outcomes = [s.outcome if s.outcome is not None else float(np.sum(s.env_rewards)) for s in signals]
-    if estimator == "grpo":
-        return grpo_step_advantages(outcomes, [s.num_steps for s in signals], eps)
-    if estimator == "trca_no_rf":
-        step = [mix(s.r_f, s.r_b, 1.0) for s in signals]
-    elif estimator == "trca_no_rb":
-        step = [mix(s.r_f, s.r_b, 0.0) for s in signals]
-    elif lam is None:
+    ``lam`` re-mixes r_F and r_B; ``None`` uses each step's recorded r_TRCA (the wrapper's
+    own mix), else lambda = 0.8."""
+    signals = [as_signals(r) for r in rollouts]
+    if lam is None:
         step = [s.r_trca if s.r_trca is not None else mix(s.r_f, s.r_b, DEFAULT_LAMBDA) for s in signals]
     else:
         step = [mix(s.r_f, s.r_b, lam) for s in signals]
@@ -321,7 +313,21 @@ def trca_group_advantages(
         [s.env_rewards for s in signals],
         step,
         [s.context_keys for s in signals],
-        outcomes=outcomes,
+        outcomes=[outcome_of(s) for s in signals],
         gamma=gamma,
         eps=eps,
     )
+
+
+def trca_group_advantages(
+    rollouts: Sequence[Any],
+    estimator: str = "trca",
+    lam: float | None = None,
+    gamma: float = DEFAULT_GAMMA,
+    eps: float = DEFAULT_EPS,
+) -> list[np.ndarray]:
+    """Convenience: ``rubricgym.credit.estimators.group_step_advantages`` (the estimator name
+    is interpreted there, once)."""
+    from rubricgym.credit.estimators import group_step_advantages
+
+    return group_step_advantages(estimator, rollouts, lam=lam, gamma=gamma, eps=eps)

@@ -149,3 +149,19 @@ def test_draco_gap_tokens_get_zero_in_the_training_batch():
 def test_draco_without_a_judge_is_a_clear_error():
     with pytest.raises(MissingRewardSignal, match="DRACO judge"):
         assign_advantages([_draco_group()], "draco")
+
+
+def test_one_estimator_registry_serves_config_trainer_and_docs():
+    """Every name the config accepts is in the registry, and docs/trainer.md lists each with
+    its signal and token placement."""
+    from pathlib import Path
+
+    from rubricgym.credit.estimators import ESTIMATORS
+    from rubricgym.trainers.config import AlgorithmSettings
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "trainer.md").read_text()
+    for name, est in ESTIMATORS.items():
+        assert AlgorithmSettings(advantage=name).advantage == name
+        assert f"| `{name}` | {est.signal} | {est.placement} |" in docs, name
+    with pytest.raises(ValueError, match="choose one of"):
+        AlgorithmSettings(advantage="ppo")

@@ -196,8 +196,10 @@ def test_estimators_by_name(lengths, data):
 
 def test_unknown_estimator_and_bad_shapes_raise():
     r = RolloutSignals(r_f=[0.0], r_b=[0.0], env_rewards=[1.0], context_keys=["a"])
-    with pytest.raises(ValueError, match="unknown estimator"):
+    with pytest.raises(ValueError, match="unknown advantage estimator 'ppo'"):
         trca_group_advantages([r], "ppo")
+    with pytest.raises(ValueError, match="needs a judge"):
+        trca_group_advantages([r], "draco")
     with pytest.raises(ValueError, match="shape"):
         RolloutSignals(r_f=[0.0, 1.0], r_b=[0.0], env_rewards=[1.0], context_keys=["a"])
     with pytest.raises(ValueError, match="lambda"):
