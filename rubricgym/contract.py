@@ -1,4 +1,4 @@
-"""The transition contract: what every adapter emits for every step (DESIGN.md §3).
+"""The transition contract: what every adapter emits for every step (docs/design.md §3).
 
 Facts are computed only from what the agent could observe plus the engine's feedback:
 never gold answers, hidden state, future steps or success labels. Every field has a

@@ -1,6 +1,6 @@
 """Prompt builders: what the policy sees at each step of a multi-turn episode.
 
-Two styles (DESIGN.md §6):
+Two styles (docs/design.md §6):
 
 * ``window`` (the TRCA paper's template): a fresh per-step prompt with the task, the last
   K (action, observation) pairs, the current observation, the admissible actions and the

@@ -1,4 +1,4 @@
-"""DRACO step credit (DESIGN.md §5, steps 5-8): pure functions over numpy arrays.
+"""DRACO step credit (docs/design.md §5, steps 5-8): pure functions over numpy arrays.
 
 The judge layer (``rubricgym.judges``) turns LLM verdicts into the integer arrays these
 functions take; nothing here calls a model, reads a file or knows about trajectories.

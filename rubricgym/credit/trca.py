@@ -1,10 +1,10 @@
-"""TRCA credit math (DESIGN.md §4): every formula, as pure functions over numpy arrays.
+"""TRCA credit math (docs/design.md §4): every formula, as pure functions over numpy arrays.
 
 Shapes: one rollout's judgments ``O`` are ``[T, J]`` (step ``t`` = row ``t``, i.e. the
 paper's step ``t+1``; the paper's ``C[i,0,j] = 0`` is the coverage *before* row 0). A group
 of ``G`` rollouts of one task is a list of per-rollout arrays (lengths differ).
 
-Conventions (documented choices where DESIGN.md leaves room):
+Conventions (documented choices where docs/design.md leaves room):
 
 * ``r_Inval`` may be given with either sign; only ``|r_Inval|`` is used.
 * Group standardization is ``rubricgym.credit.grpo.standardize``: population std

@@ -1,4 +1,4 @@
-"""DRACO LLM rubric judges (DESIGN.md §5): criteria per group, verdicts with step citations.
+"""DRACO LLM rubric judges (docs/design.md §5): criteria per group, verdicts with step citations.
 
 Entry points: ``DracoJudge.score_group`` (trainer, one group of rollouts),
 ``RubricJudgeReward`` / ``JudgeRewardSpec`` (gymnasium), ``rubricgym judge`` (re-scoring).

@@ -1,4 +1,4 @@
-"""The DRACO rubric pipeline for one group of rollouts (DESIGN.md §5, steps 1-7).
+"""The DRACO rubric pipeline for one group of rollouts (docs/design.md §5, steps 1-7).
 
 propose (instruction only) -> extend (one call per rollout) -> merge (one shared set) ->
 score (one call per rollout; k calls for the self-judge) -> discriminative dropout ->

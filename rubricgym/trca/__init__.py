@@ -1,4 +1,4 @@
-"""TRCA: deterministic transition-wise rubrics (DESIGN.md §4).
+"""TRCA: deterministic transition-wise rubrics (docs/design.md §4).
 
 An operator library (YAML, ``operator_libraries/``) holds Boolean CEL conditions over a
 step's facts and the task binding; ``TRCAReward`` turns their judgments into step rewards

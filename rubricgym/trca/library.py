@@ -63,7 +63,7 @@ class Operator(BaseModel):
 
 
 class OperatorLibrary(BaseModel):
-    """One benchmark's operator library (DESIGN.md §4)."""
+    """One benchmark's operator library (docs/design.md §4)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -1,4 +1,4 @@
-"""Property tests of every DESIGN.md §5 step-credit guarantee (rubricgym.credit.draco)."""
+"""Property tests of every docs/design.md §5 step-credit guarantee (rubricgym.credit.draco)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Property tests for every guarantee of DESIGN.md §4 (rubricgym.credit.trca / grpo)."""
+"""Property tests for every guarantee of docs/design.md §4 (rubricgym.credit.trca / grpo)."""
 
 from __future__ import annotations
 
