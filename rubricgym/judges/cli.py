@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
+import tempfile
 from collections import OrderedDict
 from pathlib import Path
 
 from rubricgym.contract import Trajectory, load_jsonl
 from rubricgym.credit.draco import DracoVariant
+
+log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         variant = DracoVariant.parse(args.variant)
         trajs = load_jsonl(args.trajectories)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # a trajectory file is untrusted input
         print(f"rubricgym judge: {exc}", file=sys.stderr)
         return 2
     if args.group_size is not None and args.group_size < 1:
@@ -102,27 +106,51 @@ def run(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     ledger_path = Path(args.ledger) if args.ledger else out.with_name(out.name + ".ledger.json")
     groups = group_trajectories(trajs, args.group_size)
-    tmp = out.with_name(out.name + ".tmp")
-    verdicts = unanswered = 0
-    with open(tmp, "w", encoding="utf-8") as fh:
+    lines: list[str] = []
+    verdicts = unanswered = failed = 0
+    try:
         for g, (task_id, members) in enumerate(groups):
-            instruction = members[0].instruction
-            result = judge.score_group(instruction, members, variant, training_step=None)
-            line = {"task_id": task_id, "group": g, **result.model_dump(mode="json")}
-            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+            try:
+                result = judge.score_group(members[0].instruction, members, variant, training_step=None)
+            except Exception as exc:  # a bug, not a bad reply (those are unanswered verdicts): recorded, not fatal
+                failed += 1
+                log.exception("scoring group %d (%s) failed", g, task_id)
+                lines.append(json.dumps({"task_id": task_id, "group": g, "error": f"{type(exc).__name__}: {exc}"[:500]}))
+                print(f"[{g + 1}/{len(groups)}] {task_id}: failed ({type(exc).__name__})", file=sys.stderr)
+                continue
+            lines.append(json.dumps({"task_id": task_id, "group": g, **result.model_dump(mode="json")},
+                                    ensure_ascii=False))
             verdicts += sum(len(r.verdicts) for r in result.rollouts)
             unanswered += sum(r.unanswered for r in result.rollouts)
-            fh.flush()
             rewards = ", ".join(f"{r:+.2f}" for r in result.rewards)
             print(f"[{g + 1}/{len(groups)}] {task_id}: {len(members)} rollouts, "
                   f"{sum(result.surviving)}/{len(result.criteria)} criteria survive, R = [{rewards}]")
-    os.replace(tmp, out)
-    judge.ledger.write(ledger_path)
+    finally:  # even when interrupted: the groups scored so far and what they cost
+        write_text_atomic(out, "".join(line + "\n" for line in lines))
+        judge.ledger.write(ledger_path)
     total = judge.ledger.summary()["total"]
-    print(f"wrote {out} and {ledger_path}: {total['calls']} calls, {total['cache_hits']} cache hits, "
-          f"{total['prompt_tokens']}+{total['completion_tokens']} tokens, {unanswered}/{verdicts} verdicts unanswered")
+    print(f"wrote {out} and {ledger_path}: {len(lines)}/{len(groups)} groups, {total['calls']} calls, "
+          f"{total['cache_hits']} cache hits, {total['prompt_tokens']}+{total['completion_tokens']} tokens, "
+          f"{unanswered}/{verdicts} verdicts unanswered")
+    if failed:
+        print(f"rubricgym judge: {failed} group(s) could not be scored (see 'error' in the results)", file=sys.stderr)
+        return 1
     if verdicts and unanswered == verdicts:
         print("rubricgym judge: the judge answered nothing (see the errors in the results); check the server",
               file=sys.stderr)
         return 1
     return 0
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Readers see the previous file or the whole new one; no temporary file survives."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -35,22 +36,80 @@ class CallResult:
     cache_hits: int = 0
 
 
-def extract_json_object(text: str) -> Any:
-    """The first complete JSON object in ``text`` (tolerates code fences and chatter)."""
-    text = text.strip()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    decoder = json.JSONDecoder()
+MAX_REPLY_CHARS = 65_536  # a scoring reply is a few KB; anything this long is not an answer
+MAX_JSON_DEPTH = 16  # the answer schemas nest 4 deep
+MAX_START_TRIES = 8  # unclosed '{' in chatter before the answer: a bounded number of restarts
+
+
+class BadReply(ValueError):
+    """A reply that cannot hold an answer (too long, nested too deeply, no JSON object)."""
+
+
+def extract_json_object(text: str, max_chars: int = MAX_REPLY_CHARS, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """The first complete JSON object in ``text`` (tolerates code fences and chatter).
+
+    Bounded and linear: the reply's length and nesting are capped before anything is
+    decoded; one left-to-right scan (string- and escape-aware) finds balanced ``{...}``
+    candidates, each decoded once; an unclosed ``{`` restarts the scan at most
+    ``MAX_START_TRIES`` times. Every failure is a ``BadReply`` (a ``ValueError``).
+    """
+    if len(text) > max_chars:
+        raise BadReply(f"the reply is {len(text)} characters, over the {max_chars}-character limit")
     start = text.find("{")
-    while start != -1:
-        try:
-            obj, _ = decoder.raw_decode(text, start)
-            return obj
-        except json.JSONDecodeError:
+    tries = 0
+    while start != -1 and tries < MAX_START_TRIES:
+        tries += 1
+        end, too_deep = _balanced_end(text, start, max_depth)
+        if too_deep:
+            raise BadReply(f"the reply nests JSON more than {max_depth} levels deep")
+        if end == -1:  # never closed: try the next '{' (an unclosed brace in chatter)
             start = text.find("{", start + 1)
-    raise ValueError("no JSON object found in the reply")
+            continue
+        try:
+            obj = json.loads(text[start:end])
+        except (json.JSONDecodeError, ValueError, RecursionError):
+            start = text.find("{", end)  # not JSON (prose in braces): go on after it
+            tries -= 1  # a closed candidate consumed its text: the scan stays linear
+            continue
+        if isinstance(obj, dict):
+            return obj
+        start = text.find("{", end)
+    raise BadReply("no JSON object found in the reply")
+
+
+_SPECIAL = re.compile(r'[{}\[\]"\\]')  # one character class: linear, no backtracking
+
+
+def _balanced_end(text: str, start: int, max_depth: int) -> tuple[int, bool]:
+    """Index after the ``}`` that closes the ``{`` at ``start`` (-1: never closed), and
+    whether the nesting went past ``max_depth`` (``[`` counts as a level too). Visits only
+    the structural characters, each once."""
+    depth = 0
+    in_string = False
+    skip = -1  # the character after a backslash inside a string
+    for match in _SPECIAL.finditer(text, start):
+        i = match.start()
+        if i == skip:
+            continue
+        ch = text[i]
+        if in_string:
+            if ch == "\\":
+                skip = i + 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+            if depth > max_depth:
+                return -1, True
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1, False
+            if depth < 0:
+                return -1, False
+    return -1, False
 
 
 def cache_payload(backend: ChatBackend, request: ChatRequest) -> dict[str, Any]:
@@ -117,7 +176,7 @@ class StructuredCaller:
                 result.value = model.model_validate(extract_json_object(reply.text))
                 result.error = None
                 return result
-            except (ValueError, ValidationError) as exc:
+            except (ValueError, ValidationError, RecursionError, TypeError) as exc:  # any bad reply: counted
                 error = _short_error(exc, reply)
                 result.error = f"invalid answer: {error}"
                 self.ledger.add(request.phase, step, invalid_answers=1)

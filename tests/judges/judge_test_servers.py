@@ -66,6 +66,7 @@ class ScriptedJudgeServer:
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str] = []
         self.plan: list[str] = []  # per-request modes consumed first, then ``mode``
+        self.reply_text = ""  # the content of every "text" mode reply
         self.in_flight = 0
         self.peak_in_flight = 0
         self._lock = threading.Lock()
@@ -115,7 +116,10 @@ class ScriptedJudgeServer:
                     return
                 if mode == "bad_body":
                     return self._send(200, b"<html>not json</html>", "text/html")
-                text = "this is {not json" if mode == "malformed" else scripted_answer(body)
+                if mode == "text":  # a fixed (hostile) reply, e.g. deeply nested JSON
+                    text = server.reply_text
+                else:
+                    text = "this is {not json" if mode == "malformed" else scripted_answer(body)
                 prompt_chars = sum(len(m.get("content", "")) for m in body.get("messages", []))
                 reply = {
                     "id": f"cmpl-{len(server.requests)}",
