@@ -1,10 +1,12 @@
-"""WebShop: task binder only; the engine adapter for this benchmark is not implemented yet.
+"""WebShop: the WebShop text protocol (``search[...]`` / ``click[...]``) as rubricgym envs.
 
-``bind_task(instruction)`` turns a WebShop goal instruction into a ``WebShopBinding``
-(product type, attributes, options, price bound) with deterministic rules, no model.
+``WebShop-Rubric-v0`` / ``WebShop-Rubric-Eval-v0`` play a bundled WebShop-protocol engine
+over a catalogue written for rubricgym (NOT the official WebShop data);
+``WebShop-Real-Rubric-v0`` wraps WebShop's own text environment when it is installed.
+``bind_task(instruction)`` turns a goal into a ``WebShopBinding`` (deterministic, no model).
 """
 
 from rubricgym.adapters.webshop.binder import bind_task
-from rubricgym.adapters.webshop.facts import WebShopBinding
+from rubricgym.adapters.webshop.facts import WebShopBinding, WebShopFacts
 
-__all__ = ["WebShopBinding", "bind_task"]
+__all__ = ["WebShopBinding", "WebShopFacts", "bind_task"]

