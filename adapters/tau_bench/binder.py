@@ -40,6 +40,8 @@ _RES_CONTEXT = regex.compile(r"\breservation(?:\s+(?:id|number|code))?(?:\s+(?:i
 _RES_CODE = regex.compile(r"(?<![\w#@.-])(?=[A-Z0-9]*[0-9])(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6}(?![\w@-])")
 _FLIGHT = regex.compile(r"\b[A-Z]{3}\d{3}\b")
 _EMAIL = regex.compile(r"\b[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,4}\b")
+_CUSTOMER = regex.compile(r"\bC\d{4,8}\b")
+_LINE = regex.compile(r"\bL\d{4,8}\b")
 _ZIP = regex.compile(r"\bzip(?:\s*code)?(?:\s+(?:is|of))?\s*:?\s*(\d{5})\b", regex.IGNORECASE)
 _PHONE = regex.compile(r"(?<!\d)(?:\+?1[\s-]?)?\(?\d{3}\)?[\s-]\d{3}-\d{4}(?!\d)")
 _NAME = regex.compile(r"\b(?:[Yy]ou\s+are|[Yy]our\s+name\s+is|[Mm]y\s+name\s+is|[Nn]ame:)\s+([A-Z][a-z]{1,20}(?:\s+[A-Z][a-z]{1,20}){1,2})\b")
@@ -95,6 +97,7 @@ def bind_task(task: str | Mapping[str, Any]) -> TauBenchBinding:
             flight_numbers=flights, emails=_all(_EMAIL, full), zip_codes=_all(_ZIP, full, 1),
             phone_numbers=_all(_PHONE, full), person_names=_all(_NAME, full, 1),
             quoted_items=list(dict.fromkeys(q.strip() for q in quoted if q.strip())),
+            customer_ids=_all(_CUSTOMER, full), line_ids=_all(_LINE, full),
         )
     except TimeoutError:  # pathological text: report nothing rather than a partial guess
         return TauBenchBinding(domain=domain)
