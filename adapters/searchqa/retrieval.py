@@ -7,12 +7,15 @@ order; a query that matches nothing returns no hits (never zero-score filler).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+import numpy as np
 from pydantic import BaseModel
 
 from rubricgym.adapters.searchqa.data import Passage, load_corpus
@@ -36,11 +39,20 @@ class Retriever(Protocol):
     def close(self) -> None: ...
 
 
-def tokenize_query(query: str) -> list[str]:
-    import bm25s
+TOKEN = re.compile(r"\b\w\w+\b")  # bm25s's default token pattern (no backtracking)
 
-    tokens = bm25s.tokenize([query[:MAX_QUERY_CHARS]], stopwords="en", return_ids=False, show_progress=False)
-    return [t for t in tokens[0] if t]
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+def tokenize_query(query: str) -> list[str]:
+    """The tokens bm25s.tokenize(stopwords="en") makes of a query, without its per-call overhead."""
+    stop = _stopwords()
+    return [t for t in TOKEN.findall(query[:MAX_QUERY_CHARS].lower()) if t not in stop]
 
 
 class BM25Retriever:
@@ -66,15 +78,25 @@ class BM25Retriever:
             return []
         k = min(k, len(self.passages))
         with self._lock:
-            ids, scores = self._index.retrieve([tokens], k=k, show_progress=False, n_threads=1)
-        return [Hit(passage=self.passages[int(i)], score=float(s))
-                for i, s in zip(ids[0].tolist(), scores[0].tolist()) if s > 0.0]
+            scores = self._index.get_scores(tokens)
+        return [Hit(passage=self.passages[i], score=float(scores[i])) for i in top_k(scores, k)]
 
     def document(self, title: str) -> list[Passage]:
         return list(self._by_title.get(title, []))
 
     def close(self) -> None:
         pass
+
+
+def top_k(scores: np.ndarray, k: int) -> list[int]:
+    """Indices of the k best positive scores, best first; ties go to the earlier passage."""
+    if k < len(scores):
+        threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
+        candidates = np.flatnonzero((scores >= threshold) & (scores > 0))
+    else:
+        candidates = np.flatnonzero(scores > 0)
+    order = np.lexsort((candidates, -scores[candidates]))
+    return [int(i) for i in candidates[order[:k]]]
 
 
 _CACHE: OrderedDict[tuple[str, int, int], BM25Retriever] = OrderedDict()
