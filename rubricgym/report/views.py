@@ -10,6 +10,7 @@ trainer put on the step's tokens), which the heat maps show.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -107,6 +108,8 @@ class GroupView(BaseModel):
 def _fact_text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         value = ", ".join(str(v) for v in value)
+    elif isinstance(value, dict):
+        value = json.dumps(value, sort_keys=True, default=str)
     return excerpt(value, FACT_CHARS)
 
 
@@ -205,9 +208,9 @@ def rollout_view(trajectory: Trajectory, label: str) -> RolloutView:
             env_reward=tr.env_reward, advantage=stored[t], tokens=tokens[t],
             citations=cited.get(tr.step, []), error=tr.error,
         ))
-    meta = trajectory.meta
+    error = trajectory.meta.get("error")
     return RolloutView(label=label, task_id=trajectory.task_id, seed=trajectory.seed,
-                       success=trajectory.outcome.success, error=meta.get("error") if isinstance(meta, Mapping) else None,
+                       success=trajectory.outcome.success, error=None if error is None else excerpt(error, 300),
                        steps=steps, judge_reward=judge_reward, criteria=criteria)
 
 

@@ -83,10 +83,11 @@ def test_appworld_trajectories_in_chromium(browser, tmp_path):
     from rubricgym.adapters.appworld.tasks import load_catalog
     from report_helpers import store_advantages
 
-    task = load_catalog()[0]
     env = gym.make("AppWorld-Rubric-v0")
     group = []
     try:
+        offered = set(env.unwrapped.adapter.task_ids())
+        task = next(t for t in load_catalog() if t["id"] in offered)
         for cells in (task["good"], task["bad"], [f"print('{SCRIPT}')"]):
             env.reset(options={"task_id": task["id"]})
             for k, cell in enumerate(cells):
