@@ -185,3 +185,29 @@ def test_fresh_subprocess_make_without_import():
     out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("RubricEnv search")
+
+
+def test_per_dataset_ids_for_users_files(tmp_path):
+    import gymnasium as gym
+
+    from rubricgym.adapters.searchqa.datasets import register_dataset
+
+    rows = [json.loads(line) for line in BUNDLED_QUESTIONS["eval"].read_text().splitlines()]
+    train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in rows[:5]))
+    test.write_text("".join(json.dumps(r) + "\n" for r in rows[5:8]))
+    ids = register_dataset("mini", train, test, grammar="trca")
+    assert ids == ["SearchQA-mini-Rubric-v0", "SearchQA-mini-Rubric-Eval-v0"]
+    env = gym.make("SearchQA-mini-Rubric-Eval-v0")
+    assert list(env.unwrapped.adapter.task_ids()) == [r["id"] for r in rows[5:8]]
+    assert env.unwrapped.adapter.grammar_name == "trca"
+    env.reset(seed=0)
+    info = env.step("no action")[4]
+    assert info["trca"]["judgments"]["parse_failure"]  # the SearchQA library is attached
+    env.close()
+    with pytest.raises(ValueError, match="already registered"):
+        register_dataset("mini", train)
+    with pytest.raises(ValueError, match="alphanumeric"):
+        register_dataset("bad name", train)
+    with pytest.raises(FileNotFoundError):
+        register_dataset("missing", tmp_path / "nope.jsonl")
