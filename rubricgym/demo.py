@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help="how many tasks to play")
     parser.add_argument("--seed", type=int, default=0, help="picks the tasks and seeds the resets")
     parser.add_argument("--kwargs", default="{}", help="JSON object of env keyword arguments, e.g. "
-                        "'{\"data_path\": \"/data/alfworld\"}'")
+                        "'{\"data_path\": \"/data/official\"}'")
     parser.add_argument("--plain", action="store_true", help="plain text instead of rich tables")
 
 

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     v = sub.add_parser("validate", help="check a library against an env's fact and binding schemas")
     v.add_argument("path", help="operator library file (YAML)")
     v.add_argument("--env", dest="env_id", default=None,
-                   help="env id (e.g. ALFWorld-Rubric-v0) whose adapter's schemas to check against; "
+                   help="env id (or benchmark name) whose fact and binding schemas to check against; "
                         "default: the models the library names")
     s = sub.add_parser("show", help="print a library's operators, budgets and what each reads")
     s.add_argument("path", help="operator library file (YAML)")

@@ -1,0 +1,1 @@
+"""Lights: switch every lamp on. A complete rubricgym plugin in one small package."""
