@@ -10,7 +10,7 @@ $(REPORT_BROWSER_STAMP):
 	command -v chromium >/dev/null 2>&1 && test -x $(CHROMEDRIVER) || { \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -q && apt-get install -y -q --no-install-recommends chromium chromium-driver; }
-	chromium --headless=new --version >/dev/null 2>&1 || chromium --version
+	chromium --version
 	test -x $(CHROMEDRIVER)
 
 SETUP_TARGETS += $(REPORT_BROWSER_STAMP)
