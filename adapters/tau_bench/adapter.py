@@ -120,7 +120,7 @@ class TauBenchAdapter(Adapter):
         conversation = self._render(opening)
         instruction = next((m.content for m in opening if isinstance(m, tau.UserMessage) and m.content), "")
         return EngineReset(
-            observation=self._header(env) + "\n\nConversation so far:\n" + conversation,
+            observation=f"{PROTOCOL}\n\nConversation so far:\n{conversation}\n\n{self._header(env)}",
             instruction=f"Help the {self.domain.name} customer: {instruction}",
             state_signature=self._signature(),
             entities=list(self._entities),
@@ -328,7 +328,7 @@ class TauBenchAdapter(Adapter):
         tools = [t.openai_schema for t in env.get_tools()]
         return (f"You are a customer service agent in the tau2 {self.domain.name} domain. Follow the policy.\n"
                 f"<policy>\n{env.get_policy()}\n</policy>\n\nTools (OpenAI function schemas):\n"
-                f"{json.dumps(tools, separators=(',', ':'))}\n\n{PROTOCOL}")
+                f"{json.dumps(tools, separators=(',', ':'))}")
 
     @staticmethod
     def _render(messages: list[Any]) -> str:

@@ -20,8 +20,11 @@ def make(domain: str, reward: Any = None, **kwargs: Any) -> gym.Env:
 
 
 def replay(env: gym.Env, task_id: str, drop: int | None = None, actions: list[str] | None = None,
-           seed: int = 0) -> tuple[float, list[Any], dict[str, Any]]:
-    """Reset to ``task_id``, play the gold actions (minus ``drop``) then closing messages until the end."""
+           seed: int = 0, judgments: list[dict[str, int]] | None = None) -> tuple[float, list[Any], dict[str, Any]]:
+    """Reset to ``task_id``, play the gold actions (minus ``drop``) then closing messages until the end.
+
+    Returns tau2's reward (nan when the episode did not end or the engine failed), the
+    transitions and the last info; each step's TRCA judgments are appended to ``judgments``."""
     env.reset(seed=seed, options={"task_id": task_id})
     task = env.unwrapped.adapter.task
     plan = expert_actions(task, drop) if actions is None else actions
@@ -34,6 +37,8 @@ def replay(env: gym.Env, task_id: str, drop: int | None = None, actions: list[st
             n_final += 1
         _, reward, term, trunc, info = env.step(f"<think>gold</think><action>{text}</action>")
         done = term or trunc
+        if judgments is not None and "trca" in info:
+            judgments.append(dict(info["trca"]["judgments"]))
         if done:
             break
     return (float(reward) if done and not info.get("environment_failure") else float("nan")), \
