@@ -363,6 +363,8 @@ class Trainer:
         evaluate = cfg.run.evaluate_after if evaluate is None else evaluate
         summary = self.summary(evaluate)
         (self.run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        if cfg.run.report_every:
+            self.write_report()  # the final report, with the summary's evaluations
         return summary
 
     def evaluate(self, tasks: Sequence[tuple[str, int]], sample_seed: int) -> dict[str, float]:
