@@ -38,7 +38,7 @@ class StepSample:
     reward: float  # the env's step reward (r_TRCA when the TRCA wrapper is attached)
     env_reward: float  # the engine's own reward (the sparse outcome signal)
     context_key: str = ""
-    info: dict[str, Any] = field(default_factory=dict)  # reward-wrapper signals (e.g. "trca")
+    info: dict[str, Any] = field(default_factory=dict)  # {"rubric": {component: record}} of the step
     # filled by the advantage estimator: one value per response token, and which tokens count
     token_advantages: list[float] | None = None
     loss_mask: list[bool] | None = None
@@ -208,7 +208,7 @@ class RolloutCollector:
             parsed.reasoning_span if parsed else None, parsed.action_span if parsed else None,
         )
         timings.tokenization += time.perf_counter() - t0
-        extra = {k: v for k, v in info.items() if k in ("trca", "draco", "rubric")}
+        extra = {"rubric": info["rubric"]} if "rubric" in info else {}  # every reward component's record
         x.rollout.steps.append(StepSample(
             prompt_ids=prompt_ids,
             response_ids=response_ids,

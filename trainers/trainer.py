@@ -66,7 +66,7 @@ def group_metrics(groups: Sequence[Sequence[Rollout]], prefix: str = "") -> dict
     steps = [s for r in rollouts for s in r.steps]
     if not rollouts:
         return {}
-    trca = [float(s.info["trca"]["r_TRCA"]) for s in steps if "trca" in s.info]
+    trca = [float(s.info["rubric"]["trca"]["r_TRCA"]) for s in steps if "trca" in s.info.get("rubric", {})]
     parsed = [s.action_tokens is not None for s in steps]
     out = {
         f"{prefix}success_rate": float(np.mean([r.success for r in rollouts])),

@@ -248,13 +248,14 @@ class RolloutSignals:
         return len(self.context_keys)
 
 
-def signals_from_steps(steps: Sequence[Any], label: str = "?", outcome: float | None = None) -> RolloutSignals:
-    """Read any steps carrying ``info["trca"]`` (the reward wrapper writes it), ``env_reward``
-    and ``context_key``: a ``Trajectory``'s transitions or a trainer's step records. Raises
-    when a step was not scored, rather than guessing zeros."""
+def signals_from_steps(steps: Sequence[Any], label: str = "?", outcome: float | None = None,
+                       component: str = "trca") -> RolloutSignals:
+    """Read any steps carrying a TRCA record (``info["rubric"][component]``, or the older
+    ``info["trca"]``), ``env_reward`` and ``context_key``: a ``Trajectory``'s transitions or a
+    trainer's step records. Raises when a step was not scored, rather than guessing zeros."""
     r_f, r_b, r_t = [], [], []
     for index, step in enumerate(steps):
-        trca = step.info.get("trca")
+        trca = step.info.get("rubric", {}).get(component) or step.info.get(component)
         if trca is None:
             raise ValueError(
                 f"{label} step {getattr(step, 'step', index)} has no info['trca']: "

@@ -16,7 +16,7 @@ def _step(reward_f, reward_b, env, key, n=10, reasoning=(1, 4), action=(6, 9)):
     trca = {"r_F": reward_f, "r_B": reward_b, "r_TRCA": 0.2 * reward_f + 0.8 * reward_b}
     return StepSample(prompt_ids=[1, 2, 3], response_ids=list(range(10, 10 + n)), response_text="",
                       reasoning_tokens=reasoning, action_tokens=action, reward=trca["r_TRCA"] + env,
-                      env_reward=env, context_key=key, info={"trca": trca})
+                      env_reward=env, context_key=key, info={"rubric": {"trca": trca}})
 
 
 def _group():
@@ -31,9 +31,9 @@ def test_trca_puts_its_credit_on_action_tokens_only():
     group = _group()
     assign_advantages([group], "trca", gamma=0.95)
     expected = trca_group_advantages(
-        [RolloutSignals(r_f=[s.info["trca"]["r_F"] for s in r.steps], r_b=[s.info["trca"]["r_B"] for s in r.steps],
+        [RolloutSignals(r_f=[s.info["rubric"]["trca"]["r_F"] for s in r.steps], r_b=[s.info["rubric"]["trca"]["r_B"] for s in r.steps],
                         env_rewards=[s.env_reward for s in r.steps], context_keys=[s.context_key for s in r.steps],
-                        r_trca=[s.info["trca"]["r_TRCA"] for s in r.steps]) for r in group],
+                        r_trca=[s.info["rubric"]["trca"]["r_TRCA"] for s in r.steps]) for r in group],
         estimator="trca", gamma=0.95)
     for rollout, values in zip(group, expected):
         for step, value in zip(rollout.steps, values):

@@ -3,6 +3,7 @@ per-step token records, both prompt styles."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from trainer.word_env import WORDS, make_word_env
 
@@ -110,3 +111,40 @@ def test_words_env_is_deterministic():
     o1, _ = env.reset(seed=1, options={"task_id": "pick-0"})
     o2, _ = env.reset(seed=2, options={"task_id": "pick-0"})
     assert o1 == o2 and all(w in o1 for w in WORDS)
+
+
+def test_step_samples_keep_every_reward_component():
+    """Two reward components on one env: the trainer's step samples keep both records."""
+    from rubricgym.rewards import ComponentScore, RubricReward
+
+    class StepCount:
+        name, keep_env_reward = "steps", False
+
+        def reset(self, info):
+            self.n = 0
+
+        def score(self, transition, info):
+            self.n += 1
+            return ComponentScore(-0.01, {"n": self.n})
+
+    class Fixed:
+        name, keep_env_reward = "fixed", True
+
+        def reset(self, info):
+            return None
+
+        def score(self, transition, info):
+            return ComponentScore(0.5, {"why": "constant"})
+
+    _, tok = build_tiny_model(0)
+    collector = RolloutCollector(lambda: RubricReward(make_word_env(max_steps=2), [(StepCount(), 1.0), (Fixed(), 2.0)]),
+                                 tok, PromptSettings(), max_steps=2)
+    policy = ScriptedPolicy(tok, ["<action>bread</action>", "<action>apple</action>"])
+    [[rollout]] = collector.collect(policy, [("pick-0", 1)], group_size=1, timings=RolloutTimings())
+    collector.close()
+    first, second = rollout.steps
+    assert first.info["rubric"]["steps"] == {"reward": -0.01, "weight": 1.0, "n": 1}
+    assert first.info["rubric"]["fixed"] == {"reward": 0.5, "weight": 2.0, "why": "constant"}
+    assert second.info["rubric"]["steps"]["n"] == 2
+    assert second.reward == pytest.approx(-0.01 + 2 * 0.5 + 1.0)  # the win's engine reward kept once
+    assert rollout.trajectory.transitions[1].info["rubric"] == second.info["rubric"]
