@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from rubricgym.adapter import TaskBinding
 from rubricgym.contract import Facts
 from rubricgym.credit.trca import CATEGORIES, COVERABLE_CATEGORIES
+from rubricgym.trca.cost import condition_cost
 from rubricgym.trca.library import OperatorLibrary, read_library_file
 from rubricgym.trca.operators import CompiledLibrary, References, find_references
 
@@ -167,6 +168,8 @@ def check_library(
         except Exception as exc:
             problems.append(LibraryProblem(operator=op.id, kind="syntax", message=f"condition does not compile: {exc}"))
             continue
+        problems += [LibraryProblem(operator=op.id, kind=kind, message=message)  # bounded before any example runs
+                     for kind, message in condition_cost(op.condition).problems]
         ref = find_references(op.condition, program)
         problems += _check_references(op.id, ref, op.reads, op.needs, fact_names, binding_names, coverable_ids)
         if not any(ex.expected for ex in op.examples):
@@ -186,6 +189,7 @@ def check_library(
 def _check_examples(compiled: CompiledLibrary, facts_model: type[Facts], binding_model: type[TaskBinding],
                     coverable_ids: set[str]) -> list[LibraryProblem]:
     problems: list[LibraryProblem] = []
+    erred: set[str] = set()  # an erring condition is reported once, against itself
     for j, op in enumerate(compiled.operators):
         for k, ex in enumerate(op.examples):
             label = f"example {k + 1} (expected {str(ex.expected).lower()})"
@@ -204,10 +208,14 @@ def _check_examples(compiled: CompiledLibrary, facts_model: type[Facts], binding
             judge = compiled.episode(binding)
             prior = np.array([1.0 if i in ex.coverage else 0.0 for i in compiled.ids])
             got = bool(judge.judge(facts, prior)[j])
-            if judge.errors:
-                problems.append(LibraryProblem(operator=op.id, kind="example_error",
-                                               message=f"{label}: condition raised {judge.last_error.get(op.id, '')}"))
-            elif got != ex.expected:
+            for bad in sorted(set(judge.errors) - erred):
+                erred.add(bad)
+                where = label if bad == op.id else f"on {label} of {op.id}"
+                problems.append(LibraryProblem(operator=bad, kind="example_error",
+                                               message=f"{where}: condition raised {judge.last_error[bad]}"))
+            if judge.errors.get(op.id):
+                continue
+            if got != ex.expected:
                 problems.append(LibraryProblem(operator=op.id, kind="example_failed",
                                                message=f"{label}: condition returned {str(got).lower()}"))
     return problems
