@@ -23,9 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["setup", "status", "tasks", "serve"])
     parser.add_argument("--base", default=".", help="folder that gets .venvs/appworld and .venvs/appworld-data")
     parser.add_argument("--python", default=sys.executable, help="interpreter to build AppWorld's venv with")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes that check the task set")
 
 
-def _setup(base: Path, python: str) -> int:
+def _setup(base: Path, python: str, jobs: int) -> int:
     venv, data = base / ".venvs" / "appworld", base / ".venvs" / "appworld-data"
     py = venv / "bin" / "python"
     steps: list[list[str]] = []
@@ -41,7 +42,7 @@ def _setup(base: Path, python: str) -> int:
         subprocess.run(cmd, check=True)
     if steps:
         (venv / ".appworld-installed").touch()
-    subprocess.run([str(py), str(GENERATOR), "--root", str(data)], check=True)
+    subprocess.run([str(py), str(GENERATOR), "--root", str(data), "--jobs", str(jobs)], check=True)
     (data / ".generated").touch()
     print(f"AppWorld set up in {time.monotonic() - start:.0f} s: {venv}, {data}")
     return 0
@@ -51,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
     from rubricgym.adapters.appworld.paths import AppWorldNotSetUp, appworld_python, offline_data_root
 
     if args.action == "setup":
-        return _setup(Path(args.base).resolve(), args.python)
+        return _setup(Path(args.base).resolve(), args.python, args.jobs)
     if args.action == "tasks":
         from rubricgym.adapters.appworld.tasks import load_catalog
 
         for task in load_catalog():
-            print(f"{task['id']:18s} {','.join(task['apps']):24s} {task['instruction']}")
+            print(f"{task['id']:22s} {task['split']:5s} {','.join(task['apps']):24s} {task['instruction']}")
         return 0
     try:
         python, root = appworld_python(), offline_data_root()
@@ -66,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "status":
         index = json.loads((root / "rubricgym_index.json").read_text())
         print(json.dumps({"appworld_python": str(python), "data_root": str(root),
-                          "appworld_version": index.get("appworld_version"), "tasks": len(index["tasks"])}, indent=1))
+                          "appworld_version": index.get("appworld_version"), "tasks": len(index["tasks"]),
+                          "scenarios": len({t.get("scenario") for t in index["tasks"]}),
+                          "splits": {s: sum(t.get("split") == s for t in index["tasks"]) for s in ("train", "dev")}},
+                         indent=1))
         return 0
     from rubricgym.adapters.appworld.server import AppWorldServer
 

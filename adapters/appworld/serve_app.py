@@ -10,7 +10,7 @@ only, and adds three things AppWorld's server does not have:
   read from AppWorld's own ``requester.request_tracker`` (the list it saves as
   ``logs/api_calls.jsonl``), each annotated with app, API, HTTP status and response size;
 * a CPU-time budget per execution (``ITIMER_PROF``): agent code past it is stopped with a
-  ``CPUTimeLimitExceeded`` error, reported like any other execution failure. The memory cap
+  ``CPUTimeLimitError`` error, reported like any other execution failure. The memory cap
   is an address-space limit set by the launcher before this process starts.
 """
 
@@ -22,11 +22,11 @@ import signal
 import sys
 from typing import Any
 
-CPU_LIMIT_MESSAGE = "CPUTimeLimitExceeded: this execution used more than {cpu_s:g} s of CPU time"
+CPU_LIMIT_MESSAGE = "this execution used more than {cpu_s:g} s of CPU time"
 MEMORY_LIMIT_MESSAGE = "MemoryError: this execution hit the server's memory cap"
 
 
-class CPUTimeLimitExceeded(Exception):
+class CPUTimeLimitError(Exception):
     """Raised in agent code when one execution exhausts its CPU-time budget."""
 
 
@@ -140,7 +140,7 @@ def budget_cpu(cpu_s: float) -> None:
     from appworld.environment import AppWorld
 
     def over_budget(signum: int, frame: Any) -> None:
-        raise CPUTimeLimitExceeded(CPU_LIMIT_MESSAGE.format(cpu_s=cpu_s))
+        raise CPUTimeLimitError(CPU_LIMIT_MESSAGE.format(cpu_s=cpu_s))
 
     signal.signal(signal.SIGPROF, over_budget)
     original = AppWorld._shell_run_cell
@@ -150,7 +150,7 @@ def budget_cpu(cpu_s: float) -> None:
         signal.setitimer(signal.ITIMER_PROF, cpu_s)
         try:
             return original(self, code)
-        except CPUTimeLimitExceeded:  # arrived outside the cell's own error handling
+        except CPUTimeLimitError:  # arrived outside the cell's own error handling
             self.__dict__["_rubricgym_limit"] = "cpu"
             return None
         finally:
@@ -177,8 +177,8 @@ def add_tracked_execute(app: Any, cpu_s: float) -> None:
         end_cpu = os.times()
         limit = world.__dict__.pop("_rubricgym_limit", None)
         if limit == "cpu":
-            output = "Execution failed. Traceback:\n" + CPU_LIMIT_MESSAGE.format(cpu_s=cpu_s)
-        elif "CPUTimeLimitExceeded" in output[-400:]:
+            output = "Execution failed. Traceback:\nCPUTimeLimitError: " + CPU_LIMIT_MESSAGE.format(cpu_s=cpu_s)
+        elif "CPUTimeLimitError" in output[-400:]:
             limit = "cpu"
         elif "MemoryError" in output[-400:]:
             limit = "memory"

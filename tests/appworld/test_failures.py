@@ -10,7 +10,7 @@ import time
 
 import gymnasium as gym
 import pytest
-from appworld_helpers import TASKS, process_gone, run_cells
+from appworld_helpers import process_gone, run_cells, task
 
 pytestmark = pytest.mark.slow
 STEP_TIMEOUT_S, MARGIN_S = 2, 4
@@ -23,9 +23,9 @@ def env():
     env.close()
 
 
-def _solve(env, task_id: str):
-    task = next(t for t in TASKS if t["id"] == task_id)
-    _, _, (_, reward, terminated, _, info) = run_cells(env, task_id, task["good"])
+def _solve(env, scenario: str):
+    chosen = task(scenario)
+    _, _, (_, reward, terminated, _, info) = run_cells(env, chosen["id"], chosen["good"])
     assert terminated and reward == 1.0 and info["outcome"].success
 
 
@@ -44,24 +44,24 @@ def _assert_failure_transition(result, what: str):
 
 def test_killed_server_mid_episode_is_labelled_and_reset_recovers(env):
     adapter = env.unwrapped.adapter
-    task = next(t for t in TASKS if t["id"] == "venmopay_1")
-    env.reset(options={"task_id": task["id"]})
-    env.step(f"<action>{task['good'][0]}</action>")
+    chosen = task("paybyname")
+    env.reset(options={"task_id": chosen["id"]})
+    env.step(f"<action>{chosen['good'][0]}</action>")
     pid = adapter.server.pid
     os.kill(pid, signal.SIGKILL)
     while adapter.server.process.poll() is None:
         time.sleep(0.05)
-    result = env.step(f"<action>{task['good'][1]}</action>")
+    result = env.step(f"<action>{chosen['good'][1]}</action>")
     _assert_failure_transition(result, "server process exited")
     with pytest.raises(gym.error.ResetNeeded):
         env.step("<action>print(1)</action>")
-    _solve(env, "venmopay_1")  # the next reset starts a healthy server
+    _solve(env, "paybyname")  # the next reset starts a healthy server
     assert adapter.server.pid != pid and adapter.server.healthy()
 
 
 def test_hung_server_hits_the_step_timeout_and_is_restarted(env):
     adapter = env.unwrapped.adapter
-    env.reset(options={"task_id": "fscount_1"})
+    env.reset(options={"task_id": task("todocount")["id"]})
     pid = adapter.server.pid
     start = time.monotonic()
     # a C-level loop never returns to the interpreter, so AppWorld's own SIGALRM limit cannot stop it
@@ -70,7 +70,7 @@ def test_hung_server_hits_the_step_timeout_and_is_restarted(env):
     _assert_failure_transition(result, "server hung")
     assert elapsed < STEP_TIMEOUT_S + MARGIN_S + 10  # bounded by the configured call timeout
     assert process_gone(pid, within_s=1.0), "a hung server is killed at once"
-    _solve(env, "fscount_1")
+    _solve(env, "todocount")
     assert adapter.server.pid != pid
 
 
@@ -81,9 +81,11 @@ def test_escaping_code_stays_inside_appworld(env, tmp_path, monkeypatch):
     created = tmp_path / "created.txt"
     monkeypatch.delenv("RUBRICGYM_ESCAPE", raising=False)
     env_before = dict(os.environ)
-    answer_file = adapter.data_root / "data" / "tasks" / "venmoask_1" / "ground_truth" / "answer.json"
-    assert answer_file.exists()
-    env.reset(options={"task_id": "venmoask_1"})
+    question = task("answertopsender")
+    answer_file = adapter.data_root / "data" / "tasks" / question["id"] / "ground_truth" / "answer.json"
+    answer = answer_file.read_text()
+    assert "Alan" in answer
+    env.reset(options={"task_id": question["id"]})
 
     def run(code: str) -> tuple[str, object]:
         start = time.monotonic()
@@ -95,7 +97,7 @@ def test_escaping_code_stays_inside_appworld(env, tmp_path, monkeypatch):
     obs, facts = run(f"open({str(created)!r}, 'w').write('pwned')")
     assert facts.execution_failed and "not allowed" in obs
     obs, facts = run(f"import os\nos.remove({str(existing)!r})\nos.environ['RUBRICGYM_ESCAPE'] = '1'\nprint(os.getpid())")
-    assert facts.imports == ["os"]
+    assert facts.code_imports == ["os"]
     server_pid = int(obs.strip().splitlines()[-1]) if not facts.execution_failed else None
     assert server_pid in (None, adapter.server.pid) and server_pid != os.getpid()
     obs, facts = run("import subprocess")
@@ -103,11 +105,11 @@ def test_escaping_code_stays_inside_appworld(env, tmp_path, monkeypatch):
     obs, facts = run(f"print(open({str(answer_file)!r}).read())")
     assert facts.execution_failed
     obs, facts = run(f"import pathlib\nprint(pathlib.Path({str(answer_file)!r}).read_text())")
-    assert facts.execution_failed and "PermissionError" in obs and "205" not in obs
+    assert facts.execution_failed and "PermissionError" in obs and answer not in obs
     obs, facts = run("while True:\n    pass")
     assert facts.execution_failed and facts.timed_out and "timed out" in obs
 
     assert existing.read_text() == "keep me" and not created.exists()
     assert dict(os.environ) == env_before and "RUBRICGYM_ESCAPE" not in os.environ
     assert adapter.server.healthy()  # AppWorld's limits held; the server still serves
-    _solve(env, "venmoask_1")
+    _solve(env, "answertopsender")

@@ -10,7 +10,7 @@ import textwrap
 
 import gymnasium as gym
 import pytest
-from appworld_helpers import process_gone
+from appworld_helpers import process_gone, task
 
 pytestmark = pytest.mark.slow
 
@@ -21,15 +21,16 @@ def test_two_envs_get_two_loopback_servers_and_close_stops_them():
     a = gym.make("AppWorld-Rubric-v0", reward="none")
     b = gym.make("AppWorld-Rubric-v0", reward="none")
     try:
-        a.reset(options={"task_id": "phoneask_1"})
-        b.reset(options={"task_id": "fscount_1"})
+        ta, tb = task("textbyname"), task("todocount")
+        a.reset(options={"task_id": ta["id"]})
+        b.reset(options={"task_id": tb["id"]})
         sa, sb = a.unwrapped.adapter.server, b.unwrapped.adapter.server
         assert sa.pid != sb.pid and sa.port != sb.port
         assert sa.url.startswith("http://127.0.0.1:") and sb.url.startswith("http://127.0.0.1:")
         # parallel worlds do not interfere
         obs_a = a.step("<action>print(apis.supervisor.show_active_task()['instruction'])</action>")[0]
         obs_b = b.step("<action>print(apis.supervisor.show_active_task()['instruction'])</action>")[0]
-        assert "phone number of my coworker" in obs_a and "errands" in obs_b
+        assert ta["instruction"] in obs_a and tb["instruction"] in obs_b
         pids = (sa.pid, sb.pid)
         outputs = a.unwrapped.adapter.data_root / "experiments" / "outputs" / a.unwrapped.adapter.experiment_name
         assert outputs.exists()
@@ -44,7 +45,7 @@ def test_two_envs_get_two_loopback_servers_and_close_stops_them():
 SCRIPT = textwrap.dedent("""
     import sys, time, gymnasium as gym, rubricgym
     env = gym.make("AppWorld-Rubric-v0", reward="none")
-    env.reset(options={"task_id": "phoneask_1"})
+    env.reset(options={"task_id": env.unwrapped.adapter.task_ids()[0]})
     print(env.unwrapped.adapter.server.pid, flush=True)
     if sys.argv[1] == "hang":
         time.sleep(600)

@@ -1,93 +1,126 @@
-"""Every offline task through ``gym.make("AppWorld-Rubric-v0")`` on a real AppWorld server:
-the scripted solution reaches AppWorld's evaluate().success, the wrong one does not."""
+"""The offline task set through ``gym.make`` on a real AppWorld server: one variant per
+scenario, its good solution reaches AppWorld's evaluate().success and its wrong one does not;
+across the set every Evidence and Execution operator of the shipped library fires on good
+solutions and no Invalidity operator does."""
 
 from __future__ import annotations
 
 import collections
+import json
 
+import gymnasium as gym
 import pytest
-from appworld_helpers import TASKS, run_cells
+from appworld_helpers import TASKS, accepted_ids, run_cells
 from gymnasium.utils.env_checker import check_env
 
 from rubricgym.adapters.appworld.facts import AppWorldFacts
+from rubricgym.adapters.appworld.paths import offline_data_root
 
 pytestmark = pytest.mark.slow
 
 
-def test_task_set_covers_enough_apps():
-    assert len(TASKS) >= 20
+def _one_variant_per_scenario() -> list[dict]:
+    chosen: dict[str, dict] = {}
+    for t in TASKS:
+        if t["scenario"] not in chosen and t["id"] in accepted_ids():
+            chosen[t["scenario"]] = t
+    return list(chosen.values())
+
+
+def test_task_set_is_training_scale_and_fully_checked():
+    scenarios = {t["scenario"] for t in TASKS}
+    assert len(scenarios) >= 100 and len(TASKS) == 3 * len(scenarios)
     apps = collections.Counter(app for t in TASKS for app in t["apps"])
-    assert len(apps) >= 4, apps
-    assert len({t["id"] for t in TASKS}) == len(TASKS)
-    assert all(t["id"].count("_") == 1 for t in TASKS)
+    assert len(apps) >= 8, apps
+    assert len({t["id"] for t in TASKS}) == len(TASKS) and all(t["id"].count("_") == 1 for t in TASKS)
+    assert sum(len(t["apps"]) > 1 for t in TASKS) > len(TASKS) // 2  # several apps
+    assert any("page_index=page" in "".join(t["good"]) for t in TASKS)  # pagination
+    report = json.loads((offline_data_root() / "rubricgym_setup_report.json").read_text())
+    assert report["variants"] == len(TASKS) and report["accepted"] == len(accepted_ids())
+    accepted_scenarios = collections.Counter(t["scenario"] for t in TASKS if t["id"] in accepted_ids())
+    assert len(accepted_scenarios) >= 100, report["refused"]
+    assert sum(n == 3 for n in accepted_scenarios.values()) >= 100, accepted_scenarios
+    for refusal in report["refused"]:  # refused means the evaluator disagreed with the authored intent
+        assert refusal["good"] is not True or refusal["bad"] is not False
+    splits = {t["split"] for t in TASKS}
+    assert splits == {"train", "dev"}
+    train = gym.make("AppWorld-Rubric-v0", reward="none")
+    dev = gym.make("AppWorld-Rubric-v0", reward="none", split="offline_dev")
+    try:
+        train_ids, dev_ids = set(train.unwrapped.adapter.task_ids()), set(dev.unwrapped.adapter.task_ids())
+    finally:
+        train.close()
+        dev.close()
+    assert train_ids and dev_ids and not train_ids & dev_ids and train_ids | dev_ids == set(accepted_ids())
+    train_scenarios = {t["scenario"] for t in TASKS if t["id"] in train_ids}
+    assert not train_scenarios & {t["scenario"] for t in TASKS if t["id"] in dev_ids}  # held-out scenarios
 
 
-@pytest.mark.parametrize("task", TASKS, ids=[t["id"] for t in TASKS])
-def test_good_solution_succeeds_and_bad_fails(appworld_env, task):
-    env = appworld_env
-    assert task["id"] in env.unwrapped.adapter.task_ids()
-    for kind, expected in (("good", True), ("bad", False)):
-        obs, info, (last_obs, reward, terminated, truncated, step_info) = run_cells(
-            env, task["id"], task[kind], fenced=(kind == "bad"))
-        assert task["instruction"] in obs and info["instruction"] == task["instruction"]
-        trajectory = env.unwrapped.trajectory
-        assert terminated and not truncated, (kind, last_obs)
-        outcome = step_info["outcome"]
-        assert outcome.success is expected, (kind, outcome.detail)
-        assert trajectory.transitions[-1].env_reward == (1.0 if expected else 0.0)
-        assert 0 < outcome.detail["num_tests"] and outcome.detail["pass_fraction"] == (
-            outcome.detail["pass_count"] / outcome.detail["num_tests"])
-        assert (outcome.detail["pass_fraction"] == 1.0) is expected
-        facts = [t.facts for t in trajectory.transitions]
-        assert all(isinstance(f, AppWorldFacts) for f in facts)
-        if kind == "good":
-            assert not any(f.execution_failed for f in facts), [t.observation for t in trajectory.transitions]
-        last = facts[-1]
-        assert last.complete_task_called and last.task_completed and last.episode_done
-        assert set(task["apps"]) <= set(last.authenticated_apps)
-        trca = step_info["trca"]  # the shipped operator library scored every step
-        assert trca["judgments"]["task_marked_complete"] == 1
-        if kind == "good":
-            covered = {op for op, hit in trca["coverage"].items() if hit}
-            assert {"credentials_obtained", "task_app_authenticated"} <= covered, covered
-            assert ("task_app_data_read" in covered) == ("read" in task["operations"]), covered
-            needed = "answer_submitted" if "answer" in task["operations"] else "required_write_done"
-            assert needed in covered, (needed, covered)
+def test_one_variant_per_scenario_good_succeeds_wrong_fails():
+    env = gym.make("AppWorld-Rubric-v0", split="offline_all")
+    fired: dict[str, set[str]] = {"evidence": set(), "execution": set(), "invalidity": set()}
+    failures = []
+    try:
+        categories = _operator_categories(env)
+        for task in _one_variant_per_scenario():
+            for kind, expected in (("good", True), ("bad", False)):
+                _, info = env.reset(options={"task_id": task["id"]})
+                assert info["instruction"] == task["instruction"]
+                judgments = []
+                for i, cell in enumerate(task[kind]):
+                    response = f"```python\n{cell}\n```" if kind == "bad" else f"<think>{i}</think><action>{cell}</action>"
+                    last_obs, _, terminated, truncated, step_info = env.step(response)
+                    judgments.append(step_info["trca"]["judgments"])
+                    if terminated or truncated:
+                        break
+                outcome = step_info["outcome"]
+                if outcome.success is not expected:
+                    failures.append((task["id"], kind, outcome.detail, last_obs[-300:]))
+                    continue
+                transitions = env.unwrapped.trajectory.transitions
+                assert all(isinstance(t.facts, AppWorldFacts) for t in transitions)
+                if kind == "good":
+                    assert terminated and transitions[-1].env_reward == 1.0
+                    assert not any(t.facts.execution_failed for t in transitions), task["id"]
+                    assert set(task["apps"]) <= set(transitions[-1].facts.authenticated_apps) | {"supervisor"}
+                    for step_judgments in judgments:
+                        fired_now = {op for op, value in step_judgments.items() if value}
+                        for op in fired_now:
+                            fired[categories[op]].add(op)
+    finally:
+        env.close()
+    assert not failures, failures
+    assert fired["invalidity"] == set(), fired["invalidity"]
+    assert fired["evidence"] == {op for op, c in categories.items() if c == "evidence"}, fired
+    assert fired["execution"] == {op for op, c in categories.items() if c == "execution"}, fired
 
 
-def test_facts_of_a_paginated_question(appworld_env):
-    task = next(t for t in TASKS if t["id"] == "venmoask_1")
-    run_cells(appworld_env, task["id"], task["good"])
-    login, walk, done = appworld_env.unwrapped.trajectory.transitions
-    assert login.facts.login_apps == ["venmo"] and login.facts.passwords_fetched and login.facts.accepted
-    assert login.context_key.endswith("stage=start")
-    assert walk.context_key == "apps=venmo|auth=venmo|stage=authenticated"
-    assert walk.facts.pagination_advanced and walk.facts.paginated_apis == ["venmo.show_transactions"]
-    assert walk.facts.printed_output and not walk.facts.state_mutated
-    assert done.facts.answer_given and done.facts.task_completed and done.terminated
-    assert done.info["trca"]["judgments"]["answer_submitted"] == 1
-    assert appworld_env.unwrapped.trajectory.binding["expects_answer"] is True
+def _operator_categories(env) -> dict[str, str]:
+    import yaml
+
+    from rubricgym.adapters.appworld.spec import SPEC
+
+    doc = yaml.safe_load(open(SPEC.operator_library, encoding="utf-8"))
+    return {op["id"]: op["category"] for op in doc["operators"]}
 
 
-def test_facts_of_writes_errors_and_secrets(appworld_env):
-    env = appworld_env
-    env.reset(options={"task_id": "venmopay_1"})
-    _, _, _, _, info = env.step("<action>print(apis.supervisor.show_account_passwords())</action>")
-    assert info["transition"].facts.secret_in_output and "password" in info["transition"].facts.secret_kinds
-    _, _, _, _, info = env.step("<action>apis.venmo.show_transactions(access_token='nope')</action>")
-    f = info["transition"].facts
-    assert f.execution_failed and f.api_error and f.api_error_codes and not f.accepted and f.rejected
-    _, _, _, _, info = env.step("<action>{}['missing']</action>")
-    assert info["transition"].facts.exception_type == "KeyError" and not info["transition"].facts.api_error
-    _, _, _, _, info = env.step("no code here")
-    assert not info["transition"].facts.parsed and info["transition"].facts.parse_error == "missing_tag"
-    cell = ("t = apis.venmo.login(username='ada.lovelace@gmail.com', password='Vm!8pass')['access_token']\n"
-            "print(apis.venmo.create_transaction(access_token=t, receiver_email='grace.hopper@gmail.com', amount=1))")
-    _, _, terminated, _, info = env.step(f"<action>{cell}</action>")
-    f = info["transition"].facts
-    assert f.state_mutated and f.mutating_apis == ["venmo.create_transaction"] and f.state_changed
-    assert f.login_apps == ["venmo"] and not terminated
-    assert any(e.startswith("transaction_id:") for e in f.new_entities)
+def test_facts_of_a_paginated_question():
+    env = gym.make("AppWorld-Rubric-v0", split="offline_all")
+    try:
+        task = next(t for t in _one_variant_per_scenario() if t["scenario"] == "answertopsender")
+        run_cells(env, task["id"], task["good"])
+        docs_login, find, done = env.unwrapped.trajectory.transitions
+        assert docs_login.facts.login_apps == ["phone", "venmo"] and docs_login.facts.passwords_fetched
+        assert docs_login.facts.api_docs_consulted and docs_login.context_key.endswith("stage=start")
+        assert find.facts.pagination_advanced
+        assert set(find.facts.paginated_apis) == {"phone.search_contacts", "venmo.show_transactions"}
+        assert find.facts.call_counts["venmo.show_transactions"] >= 4  # 18 received payments, 5 a page
+        assert find.facts.printed_output and not find.facts.state_mutated and find.facts.new_entities
+        assert done.facts.answer_given and done.facts.task_completed and done.terminated
+        assert done.info["trca"]["judgments"]["answer_submitted"] == 1
+        assert env.unwrapped.trajectory.binding["expects_answer"] is True
+    finally:
+        env.close()
 
 
 def test_check_env(appworld_env):

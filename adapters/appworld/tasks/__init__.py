@@ -1,20 +1,19 @@
-"""The offline AppWorld task set: committed specs (catalog.yaml, ground_truth.py) and the
-generator that turns them into an AppWorld data root at set-up (run in AppWorld's venv)."""
+"""The offline AppWorld task set: committed scenario code (scenarios.py, world.py,
+ground_truth.py) and the generator that turns it into a checked AppWorld data root at
+set-up (run in AppWorld's venv)."""
 
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-CATALOG = Path(__file__).with_name("catalog.yaml")
+from rubricgym.adapters.appworld.tasks.scenarios import build_variants
 
 
 @cache
 def load_catalog() -> tuple[dict[str, Any], ...]:
-    """Authored task specs: id, apps, operations, instruction, ``good`` and ``bad`` solutions
-    (lists of code cells, one per step). For tests, benchmarks and demos; never shown to agents."""
-    with CATALOG.open(encoding="utf-8") as fh:
-        return tuple(yaml.safe_load(fh)["tasks"])
+    """Every variant: id, scenario, split, apps, operations, instruction, ``good`` and ``bad``
+    solutions (code cells, one per step) and its check. For tests, benchmarks and demos;
+    never shown to agents. Set-up keeps only the variants AppWorld's evaluator confirmed
+    (the adapter's ``task_ids()``)."""
+    return tuple(v.as_dict() for v in build_variants())

@@ -1,8 +1,10 @@
 """The deterministic world every offline task starts from (runs in AppWorld's venv).
 
-One small cast of people with accounts on six apps; sizes are chosen so that listing
+One small cast of people with accounts on eight apps; sizes are chosen so that listing
 endpoints need pagination (AppWorld's default page size is 5). Returns the row ids the
-ground truth needs. Built once per generation; every task starts from a copy.
+ground truth needs. Built once per generation; every task starts from a copy of it.
+Plain data at module level (no AppWorld import) so ``scenarios.py`` can compute expected
+results from it in any interpreter.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ PEOPLE = {  # key -> (first, last, email, phone)
     "ruth": ("Ruth", "Lovelace", "ruth.lovelace@gmail.com", "5552220003"),
     "kathy": ("Katherine", "Johnson", "kathy.johnson@gmail.com", "5552220004"),
     "edsger": ("Edsger", "Dijkstra", "edsger.dijkstra@gmail.com", "5552220005"),
+    "barbara": ("Barbara", "Liskov", "barbara.liskov@gmail.com", "5552220006"),
+    "john": ("John", "Backus", "john.backus@gmail.com", "5552220007"),
+    "frances": ("Frances", "Allen", "frances.allen@gmail.com", "5552220008"),
 }
 # The supervisor's passwords (apis.supervisor.show_account_passwords()); >= 5 characters.
 PASSWORDS = {
@@ -26,8 +31,16 @@ PASSWORDS = {
 OTHER_PASSWORD = "Other#123"
 
 ALAN_TO_ADA = [12.5, 30.0, 7.25, 45.0, 18.0, 22.75, 9.5, 60.0]
-ADA_TO_ALAN = [11.0, 25.0]
-GRACE_TO_ADA = [14.0, 33.0, 5.0]
+# Venmo transfers: (sender, receiver, amount, day of April 2023, description).
+TRANSFERS = (
+    [("alan", "ada", a, 1 + i, f"alan payback #{i + 1}") for i, a in enumerate(ALAN_TO_ADA)]
+    + [("ada", "alan", 11.0, 15, "ada to alan #1"), ("ada", "alan", 25.0, 16, "ada to alan #2"),
+       ("grace", "ada", 14.0, 20, "grace #1"), ("grace", "ada", 33.0, 21, "grace #2"), ("grace", "ada", 5.0, 22, "grace #3"),
+       ("kathy", "ada", 40.0, 10, "concert"), ("kathy", "ada", 13.0, 25, "snacks"),
+       ("barbara", "ada", 8.5, 12, "coffee"), ("barbara", "ada", 27.0, 27, "books"),
+       ("john", "ada", 75.0, 28, "rent share"), ("ada", "ruth", 30.0, 18, "flowers"),
+       ("ada", "frances", 16.0, 26, "lunch")]
+)
 ARTISTS = [("The Midnight Owls", "indie"), ("Solar Echo", "electronic"), ("Velvet Static", "rock"),
            ("Paper Lanterns", "folk"), ("Iron Meadow", "metal")]
 SONGS = [
@@ -48,14 +61,15 @@ PLAYLISTS = [("Road Trip", ["Open Sky", "Rusty Gates", "Velvet Road"]),
                               "Quiet Wings", "Neon Rain"]),
              ("Workout", ["Iron Bloom", "Static Hearts"])]
 TODO_TASKS = {
-    "Inbox": [("Call the plumber", False)],
+    "Inbox": [("Call the plumber", False), ("Buy stamps", True)],
     "Home": [("Water the plants", False), ("Fix the fence", True), ("Clean the garage", False)],
     "Work": [("Write quarterly report", False), ("Review pull requests", True), ("Prepare slides", False),
              ("Email the client", False), ("Book meeting room", True), ("Update roadmap", False),
              ("Plan team offsite", False)],
 }
 ERRANDS = ["Pick up dry cleaning", "Return library books", "Buy a birthday card", "Renew passport"]
-CONTACTS = [("ruth", ["sister"]), ("grace", ["friend", "coworker"]), ("alan", ["coworker"]), ("kathy", ["friend"])]
+CONTACTS = [("ruth", ["sister", "family"]), ("grace", ["friend", "coworker"]), ("alan", ["coworker"]),
+            ("kathy", ["friend"]), ("barbara", ["coworker"]), ("john", ["friend"]), ("frances", ["cousin", "family"])]
 NOTE_IDEAS = "analytical engine v2"
 
 
@@ -82,19 +96,13 @@ def build_world(mc: Any, instruction: str, DateTime: Any) -> dict[str, Any]:
     vu = {k: mc.venmo.User.create_save(first_name=fn, last_name=ln, email=em, password=pw(k, "venmo"),
                                        verified=True, venmo_balance=500.0 if k == "ada" else 200.0)
           for k, (fn, ln, em, _) in everyone.items()}
-    for key in ["grace", "alan", "kathy"]:
+    for key in PEOPLE:
         mc.venmo.Friendship.create_save(user_id=vu["ada"].id, friend_id=vu[key].id)
         mc.venmo.Friendship.create_save(user_id=vu[key].id, friend_id=vu["ada"].id)
-
-    def pay(sender: str, receiver: str, amounts: list[float], label: str, day0: int) -> None:
-        for i, amount in enumerate(amounts):
-            when = DateTime(2023, 4, day0 + i, 10, 0, 0)
-            mc.venmo.Transaction.create_save(sender_id=vu[sender].id, receiver_id=vu[receiver].id, amount=amount,
-                                             description=f"{label} #{i + 1}", created_at=when, updated_at=when)
-
-    pay("alan", "ada", ALAN_TO_ADA, "alan payback", 1)
-    pay("ada", "alan", ADA_TO_ALAN, "ada to alan", 15)
-    pay("grace", "ada", GRACE_TO_ADA, "grace", 20)
+    for sender, receiver, amount, day, description in TRANSFERS:
+        when = DateTime(2023, 4, day, 10, 0, 0)
+        mc.venmo.Transaction.create_save(sender_id=vu[sender].id, receiver_id=vu[receiver].id, amount=amount,
+                                         description=description, created_at=when, updated_at=when)
     ids["venmo"] = {k: v.id for k, v in vu.items()}
 
     # spotify
@@ -175,4 +183,12 @@ def build_world(mc: Any, instruction: str, DateTime: Any) -> dict[str, Any]:
                                          password=PASSWORDS["simple_note"], verified=True)
     mc.simple_note.Note.create_save(user_id=sn.id, title="Ideas", content=NOTE_IDEAS)
     ids["simple_note"] = {"user": sn.id}
+
+    # gmail and splitwise: accounts only (tasks write to them)
+    gu = {k: mc.gmail.User.create_save(first_name=fn, last_name=ln, email=em, password=pw(k, "gmail"))
+          for k, (fn, ln, em, _) in everyone.items()}
+    ids["gmail"] = {k: v.id for k, v in gu.items()}
+    wu = {k: mc.splitwise.User.create_save(first_name=fn, last_name=ln, email=em, password=pw(k, "splitwise"),
+                                           verified=True) for k, (fn, ln, em, _) in everyone.items()}
+    ids["splitwise"] = {k: v.id for k, v in wu.items()}
     return ids
