@@ -70,7 +70,6 @@ def test_oracle_scores_one_on_a_few_goals(make_env):
     assert set(_oracle(env, TRAIN[::12]).values()) == {1.0}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("env_id,task_ids", [("WebShop-Rubric-v0", TRAIN), ("WebShop-Rubric-Eval-v0", EVAL)])
 def test_oracle_scores_one_on_every_bundled_goal(make_env, env_id, task_ids):
     env = make_env(env_id, reward="none")

@@ -70,7 +70,6 @@ def test_oracle_fires_evidence_and_execution_only_on_a_few_goals():
     _check_oracle(_oracle_firings("WebShop-Rubric-v0", TRAIN[::10]))
 
 
-@pytest.mark.slow
 def test_oracle_fires_evidence_and_execution_only_on_every_goal():
     fired = _oracle_firings("WebShop-Rubric-v0", TRAIN)
     for op_id, steps in _oracle_firings("WebShop-Rubric-Eval-v0", EVAL).items():
