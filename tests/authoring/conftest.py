@@ -1,0 +1,8 @@
+"""Helpers for the authoring tests: importable modules next to the tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # --import-mode=importlib: make helpers importable
