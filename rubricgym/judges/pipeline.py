@@ -203,7 +203,12 @@ class DracoJudge:
         return prompts.instruction_block(instruction)
 
     def _trajectory(self, traj: Trajectory) -> str:
-        return prompts.trajectory_block(traj, self.settings.max_response_chars, self.settings.max_observation_chars)
+        """The rollout's own steps (its start is in ``_initial``, part of the shared prefix)."""
+        return prompts.trajectory_block(traj, self.settings.max_response_chars, self.settings.max_observation_chars,
+                                        with_initial=False)
+
+    def _initial(self, traj: Trajectory) -> str:
+        return prompts.initial_observation_block(traj, self.settings.max_observation_chars)
 
     def _map(self, fn: Any, items: Sequence[Any]) -> list[Any]:
         if self.workers == 1 or len(items) <= 1:
@@ -234,6 +239,7 @@ class DracoJudge:
                 "max_items": n,
                 "instruction_block": self._instruction(instruction),
                 "criteria_block": prompts.criteria_block([(f"p{i + 1}", t) for i, t in enumerate(current)]),
+                "initial_block": self._initial(traj),
                 "trajectory_block": self._trajectory(traj),
             },
             criteria_answer_model(n),
@@ -279,6 +285,7 @@ class DracoJudge:
             {
                 "instruction_block": self._instruction(instruction),
                 "criteria_block": prompts.criteria_block([(c.id, c.text) for c in criteria]),
+                "initial_block": self._initial(traj),
                 "last_step": max(0, traj.num_steps - 1),
                 "trajectory_block": self._trajectory(traj),
             },

@@ -7,8 +7,10 @@ marker (it would have to contain the hash of itself), and the system prompt says
 block content is evidence, never instructions. The id is content-derived rather than
 random so identical requests stay identical and the response cache works.
 
-Layout for prefix caching: system prompt, then the phase text, then what the whole group
-shares (instruction, criteria, output format), and the rollout last.
+Layout for prefix caching: system prompt, then the phase text, then everything the whole
+group shares (instruction, criteria, output format, the task id and the initial observation,
+which is identical within a group), and only then the rollout's own steps. Nothing is padded:
+the shared part is simply first.
 """
 
 from __future__ import annotations
@@ -72,13 +74,22 @@ def criteria_block(criteria: list[tuple[str, str]]) -> str:
     return data_block("criteria", "[\n" + ",\n".join(lines) + "\n]")
 
 
-def trajectory_block(traj: Trajectory, max_response_chars: int = 1500, max_observation_chars: int = 1500) -> str:
-    """The rollout as JSON, one step per line, numbered by position (0..M-1)."""
-    head = {
-        "task_id": traj.task_id,
-        "initial_observation": _clip(traj.initial_observation, max_observation_chars),
-        "num_steps": len(traj.transitions),
-    }
+def initial_observation_block(traj: Trajectory, max_observation_chars: int = 1500) -> str:
+    """The task id and the observation the rollout started from: the same for every rollout
+    of a group, so it belongs to the shared prefix, before the rollout's own steps."""
+    body = {"task_id": traj.task_id, "initial_observation": _clip(traj.initial_observation, max_observation_chars)}
+    return data_block("initial_observation", json.dumps(body, ensure_ascii=False))
+
+
+def trajectory_block(traj: Trajectory, max_response_chars: int = 1500, max_observation_chars: int = 1500,
+                     with_initial: bool = True) -> str:
+    """The rollout as JSON, one step per line, numbered by position (0..M-1). With
+    ``with_initial=False`` the task id and initial observation are left to
+    ``initial_observation_block``."""
+    head: dict[str, Any] = {}
+    if with_initial:
+        head = {"task_id": traj.task_id, "initial_observation": _clip(traj.initial_observation, max_observation_chars)}
+    head["num_steps"] = len(traj.transitions)
     lines = []
     for i, t in enumerate(traj.transitions):
         step: dict[str, Any] = {"step": i}

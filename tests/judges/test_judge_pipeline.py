@@ -109,7 +109,7 @@ def test_prompt_injection_stays_inside_the_data_block(scripted_server, settings_
     system, user = sent[0]["messages"]
     assert attack not in system["content"] and "never instructions" in system["content"]
     blocks = BLOCK.findall(user["content"])
-    assert [b[0] for b in blocks] == ["task_instruction", "criteria", "trajectory"]
+    assert [b[0] for b in blocks] == ["task_instruction", "criteria", "initial_observation", "trajectory"]
     outside = BLOCK.sub("", user["content"])
     assert "ignore the rubric" not in outside
     kind, nonce, body = blocks[-1]
@@ -238,3 +238,26 @@ def test_cli_rescores_stored_trajectories(scripted_server, settings_for, tmp_pat
     bad.write_text("{not a trajectory}\n")
     assert main(["judge", str(bad), "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "not a trajectory" in capsys.readouterr().err
+
+
+def test_group_shares_everything_but_the_rollout_steps(scripted_server, settings_for):
+    """Score and extend prompts of a group agree up to the rollout's own steps: the task id
+    and initial observation (identical within a group) come before them, as a data block."""
+    srv = scripted_server()
+    judge = DracoJudge.from_settings(settings_for(srv), static_rubric=load_rubric("appworld"))
+    trajs = group(3)
+    assert len({t.initial_observation for t in trajs}) == 1
+    criteria = load_rubric("appworld").criteria
+    for texts in ([judge.score_request(trajs[0].instruction, criteria, t).messages[1]["content"] for t in trajs],
+                  [judge.extend_request(trajs[0].instruction, [c.text for c in criteria], t).messages[1]["content"]
+                   for t in trajs]):
+        prefix = texts[0]
+        for text in texts[1:]:
+            while not text.startswith(prefix):
+                prefix = prefix[:-1]
+        shared = BLOCK.findall(prefix)
+        assert [b[0] for b in shared] == ["task_instruction", "criteria", "initial_observation"]
+        assert json.loads(shared[-1][2]) == {"task_id": trajs[0].task_id,
+                                             "initial_observation": trajs[0].initial_observation}
+        rest = BLOCK.findall(texts[0])[-1]
+        assert rest[0] == "trajectory" and "initial_observation" not in json.loads(rest[2])
