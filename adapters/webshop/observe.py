@@ -24,7 +24,9 @@ MAX_SECTION_CHARS = 2000
 SECTIONS = ("description", "features", "reviews", "attributes")
 BACK_TO_SEARCH, PREV, NEXT, BUY = "back to search", "< prev", "next >", "buy now"
 DONE_MARK = "Thank you for shopping with us!"
-_TOTAL = regex.compile(r"^Page (\d{1,6}) \(Total results: (\d{1,9})\)$")
+# "Page 1 (Total results: 50)" (text mode) or "Page 1 (1-10) of 50 total results" (HTML template)
+_TOTAL = regex.compile(r"^Page (\d{1,6}) \((?:Total results: (\d{1,9})\)|\d{1,9}-\d{1,9}\) of (\d{1,9}) total results)$")
+_BACK_TO_RESULTS = "< back to results"
 _PRICE = regex.compile(r"\$\s?(\d{1,9}(?:\.\d{1,2})?)")
 _ASIN = regex.compile(r"^[a-z0-9]{10}$")
 _T = 0.5
@@ -80,10 +82,12 @@ class PageView:
 
 
 def _after_instruction(segments: list[str]) -> list[str]:
-    """Drop the "WebShop [SEP] Instruction: [SEP] <goal>" header when present."""
-    for i, s in enumerate(segments):
-        if s == "Instruction:":
-            return segments[i + 2:]
+    """Drop the "WebShop [SEP] Instruction: [SEP] <goal>" header (or "Instruction: <goal>" as
+    one node) and a "Current Query: ..." line when present."""
+    for i, s in enumerate(segments[:4]):
+        if s == "Instruction:" or s.startswith("Instruction: "):
+            rest = segments[i + (2 if s == "Instruction:" else 1):]
+            return rest[1:] if rest and rest[0].startswith("Current Query:") else rest
     return segments
 
 
@@ -99,8 +103,8 @@ def parse_page(text: str, clickables: Sequence[str], has_search_bar: bool, secti
     for i, s in enumerate(body):
         m = _TOTAL.match(s)
         if m:
-            view = PageView(page="results", results_page=int(m.group(1)), total_results=int(m.group(2)))
-            rest = [x for x in body[i + 1:] if x.lower() not in (PREV, NEXT)]
+            view = PageView(page="results", results_page=int(m.group(1)), total_results=int(m.group(2) or m.group(3)))
+            rest = [x for x in body[i + 1:] if x.lower() not in (PREV, NEXT, BACK_TO_SEARCH)]
             j = 0
             while j < len(rest):
                 if rest[j].lower() in clickable and _ASIN.match(rest[j].lower()):
@@ -113,14 +117,14 @@ def parse_page(text: str, clickables: Sequence[str], has_search_bar: bool, secti
             return view
     if BUY in clickable:
         return _parse_item(body, clickable)
-    start = next((i + 1 for i, s in enumerate(body) if s.lower() == PREV), 0)
+    start = next((i + 1 for i, s in enumerate(body) if s.lower() in (PREV, _BACK_TO_RESULTS)), 0)
     return PageView(page=section or "description", section_text=" ".join(body[start:])[:MAX_SECTION_CHARS])
 
 
 def _parse_item(body: list[str], clickable: set[str]) -> PageView:
     view = PageView(page="item")
     price_at = next((i for i, s in enumerate(body) if s.startswith("Price:")), None)
-    start = next((i + 1 for i, s in enumerate(body) if s.lower() == PREV), 0)
+    start = next((i + 1 for i, s in enumerate(body) if s.lower() in (PREV, _BACK_TO_RESULTS)), 0)
     if price_at is None or price_at == 0:
         return view
     view.title = body[price_at - 1]

@@ -129,3 +129,18 @@ def test_garbage_pages_never_raise():
     for text in ("", "[SEP]", "Price:", "< Prev [SEP] Price: $x", "Page 1 (Total results: 9) [SEP] zzz", "x" * 10000):
         for clicks in ([], ["buy now"], ["zzz"]):
             parse_page(text, clicks, False)
+
+
+def test_html_template_variants_parse_too():
+    """WebShop's HTML templates render "Instruction: <goal>" as one node, a "Current Query"
+    line, "Page 1 (1-10) of 50 total results" and "< Back to Results"; the parser reads both."""
+    head = f"Instruction: {GOAL} [SEP] Current Query: deodorant [SEP] "
+    results = head + ("Results [SEP] Page 2 (11-20) of 50 total results [SEP] Back to Search [SEP] < Prev [SEP] "
+                      "Next > [SEP] B078GWRC1J [SEP] Bright Citrus Deodorant [SEP] $10.99")
+    view = parse_page(results, ["back to search", "< prev", "next >", "b078gwrc1j"], False)
+    assert (view.page, view.results_page, view.total_results) == ("results", 2, 50)
+    assert view.listed == [("b078gwrc1j", "Bright Citrus Deodorant", 10.99)]
+    item = head + ("Back to Search [SEP] < Back to Results [SEP] size [SEP] small [SEP] large [SEP] Bright Citrus "
+                   "Deodorant [SEP] Price: $10.99 [SEP] Rating: 4.5 [SEP] Description [SEP] Buy Now")
+    view = parse_page(item, ["back to search", "< back to results", "small", "large", "description", "buy now"], False)
+    assert view.page == "item" and view.options == {"size": ["small", "large"]} and view.rating == "4.5"
