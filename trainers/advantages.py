@@ -17,6 +17,7 @@ signals to them and places the per-step values on tokens:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from rubricgym.credit.estimators import ESTIMATORS, get_estimator
 from rubricgym.trainers.rollout import Rollout, StepSample
 
 ESTIMATOR_NAMES = tuple(ESTIMATORS)
+log = logging.getLogger(__name__)
 
 
 class MissingRewardSignal(RuntimeError):
@@ -64,10 +66,34 @@ def trca_signals(rollout: Rollout) -> Any:
         ) from exc
 
 
-def trca_group(group: Sequence[Rollout], lam: float | None, gamma: float, eps: float) -> list[np.ndarray]:
+def library_gamma(group: Sequence[Rollout]) -> float | None:
+    """The discount the TRCA records carry (the operator library's ``gamma``)."""
+    for rollout in group:
+        for step in rollout.steps:
+            record = step.info.get("rubric", {}).get("trca", {})
+            if "gamma" in record:
+                return float(record["gamma"])
+    return None
+
+
+def resolve_gamma(configured: float | None, group: Sequence[Rollout]) -> float:
+    """One source for gamma: the library's, unless the config sets one (then a warning names
+    both when they differ; never a silently ignored field)."""
+    from rubricgym.credit.trca import DEFAULT_GAMMA
+
+    from_library = library_gamma(group)
+    if configured is None:
+        return from_library if from_library is not None else DEFAULT_GAMMA
+    if from_library is not None and abs(from_library - configured) > 1e-12:
+        log.warning("algorithm.gamma=%s overrides the operator library's gamma=%s", configured, from_library)
+    return configured
+
+
+def trca_group(group: Sequence[Rollout], lam: float | None, gamma: float | None, eps: float) -> list[np.ndarray]:
     from rubricgym.credit.trca import trca_group_step_advantages
 
-    return trca_group_step_advantages([trca_signals(r) for r in group], lam=lam, gamma=gamma, eps=eps)
+    return trca_group_step_advantages([trca_signals(r) for r in group], lam=lam, gamma=resolve_gamma(gamma, group),
+                                      eps=eps)
 
 
 def draco_group(group: Sequence[Rollout], name: str, variant: str, judge: Any, iteration: int) -> list[np.ndarray]:
@@ -88,7 +114,7 @@ def draco_group(group: Sequence[Rollout], name: str, variant: str, judge: Any, i
     return out
 
 
-def assign_advantages(groups: Sequence[Sequence[Rollout]], estimator: str, *, gamma: float = 0.95,
+def assign_advantages(groups: Sequence[Sequence[Rollout]], estimator: str, *, gamma: float | None = None,
                       lam: float | None = None, eps: float = 1e-6, judge: Any = None,
                       iteration: int = 0) -> None:
     """Fill ``token_advantages`` and ``loss_mask`` of every step of every rollout."""

@@ -80,13 +80,22 @@ class AlgorithmSettings(_Section):
     lr_schedule: Literal["constant", "cosine"] = "constant"
     clip_low: float = Field(0.20, ge=0.0)
     clip_high: float = Field(0.28, ge=0.0)
+    ratio_level: Literal["token", "action"] | None = Field(
+        None, description="importance ratio per token, or per action (exp of its summed token log-ratios); "
+        "default: the estimator's (TRCA: action, as in the paper)")
+    loss_aggregation: Literal["token_mean", "step_mean", "rollout_mean_step_mean"] | None = Field(
+        None, description="how token losses are averaged (docs/design.md §6); default: the estimator's "
+        "(TRCA: rollout_mean_step_mean, the paper's 1/N sum_i 1/T_i sum_t)")
     kl_coef: float = Field(0.012, ge=0.0)
     entropy_coef: float = Field(0.001, ge=0.0)
     epochs: int = Field(1, ge=1, description="passes over each iteration's samples")
     minibatches: int = Field(1, ge=1, description="optimizer steps per epoch")
     micro_batch_size: int = Field(4, ge=1, description="sequences per forward/backward (gradient accumulation)")
     max_grad_norm: float = Field(1.0, gt=0.0)
-    gamma: float = Field(0.95, gt=0.0, le=1.0, description="TRCA completion-aware return discount")
+    gamma: float | None = Field(
+        None, gt=0.0, le=1.0,
+        description="TRCA completion-aware return discount; default: the operator library's gamma "
+        "(a value here overrides it, with a warning when they differ)")
     trca_lambda: float | None = Field(None, ge=0.0, le=1.0, description="re-mix r_F/r_B (default: the wrapper's r_TRCA)")
     eps: float = Field(1e-6, gt=0.0)
     skip_zero_advantage: bool = Field(True, description="drop samples whose tokens all have advantage 0")

@@ -42,6 +42,10 @@ class StepSample:
     # filled by the advantage estimator: one value per response token, and which tokens count
     token_advantages: list[float] | None = None
     loss_mask: list[bool] | None = None
+    # which rollout of the iteration the step belongs to, and how many steps it has (T_i):
+    # the loss aggregation 1/N sum_i 1/T_i sum_t reads them
+    rollout_index: int = 0
+    rollout_steps: int = 1
 
 
 @dataclass
@@ -53,6 +57,12 @@ class Rollout:
     steps: list[StepSample] = field(default_factory=list)
     trajectory: Trajectory | None = None
     error: str | None = None
+
+    def samples(self, index: int) -> list[StepSample]:
+        """Its steps, labelled as rollout ``index`` of the iteration with T_i = its length."""
+        for step in self.steps:
+            step.rollout_index, step.rollout_steps = index, len(self.steps)
+        return self.steps
 
     @property
     def env_return(self) -> float:

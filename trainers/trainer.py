@@ -248,9 +248,9 @@ class Trainer:
         assign_advantages(groups, cfg.algorithm.advantage, gamma=cfg.algorithm.gamma, lam=cfg.algorithm.trca_lambda,
                           eps=cfg.algorithm.eps, judge=self.judge, iteration=it)
         credit_s = time.perf_counter() - t0
-        # 3. update: clipped surrogate + KL to the base + entropy bonus, token-level mean
+        # 3. update: clipped surrogate + KL to the base + entropy bonus, aggregated as configured
         t0 = time.perf_counter()
-        samples = [s for g in groups for r in g for s in r.steps]
+        samples = [s for i, r in enumerate(r for g in groups for r in g) for s in r.samples(i)]
         gen = torch.Generator().manual_seed(derive_seed(cfg.run.seed, 15485863, it))
         stats = ppo_update(self.model, self.optimizer, self.scheduler, samples, cfg.algorithm, pad_id=self.pad_id,
                            temperature=cfg.generation.temperature, generator=gen)

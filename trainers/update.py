@@ -119,10 +119,52 @@ def trainable_samples(samples: Sequence[StepSample], skip_zero: bool) -> list[St
     return keep
 
 
+def resolved_objective(settings: AlgorithmSettings) -> AlgorithmSettings:
+    """The settings with ``ratio_level`` / ``loss_aggregation`` filled from the estimator's
+    defaults (rubricgym.credit.estimators) where the config leaves them unset."""
+    from rubricgym.credit.estimators import get_estimator
+
+    est = get_estimator(settings.advantage)
+    return settings.model_copy(update={"ratio_level": settings.ratio_level or est.ratio_level,
+                                       "loss_aggregation": settings.loss_aggregation or est.loss_aggregation})
+
+
+def aggregation_weights(samples: Sequence[StepSample], aggregation: str) -> list[float]:
+    """Per-sample weight of one optimizer step's samples, summing to 1 (docs/design.md §6).
+
+    ``token_mean``: n_s / sum n (every trained token weighs the same); ``step_mean``: 1/S;
+    ``rollout_mean_step_mean``: proportional to 1/T_i (T_i = steps of the sample's rollout), i.e.
+    1/(N T_i) when all of a rollout's steps are trained. A sample's weight is spread evenly over
+    its n_s trained tokens."""
+    if not samples:
+        return []
+    if aggregation == "token_mean":
+        base = [float(sum(s.loss_mask or [])) for s in samples]
+    elif aggregation == "step_mean":
+        base = [1.0] * len(samples)
+    elif aggregation == "rollout_mean_step_mean":
+        base = [1.0 / max(1, s.rollout_steps) for s in samples]
+    else:
+        raise ValueError(f"unknown loss aggregation {aggregation!r}")
+    total = sum(base)
+    return [b / total for b in base] if total > 0 else [0.0] * len(samples)
+
+
+def _token_weights(samples: Sequence[StepSample], weights: Sequence[float], width: int, device: Any) -> torch.Tensor:
+    t = torch.zeros((len(samples), width), dtype=torch.float32, device=device)
+    for row, (s, w) in enumerate(zip(samples, weights, strict=True)):
+        mask = torch.tensor(s.loss_mask or [], dtype=torch.float32)
+        n = float(mask.sum())
+        if n > 0:
+            t[row, : mask.shape[0]] = mask * (w / n)
+    return t
+
+
 def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, samples: Sequence[StepSample],
                settings: AlgorithmSettings, *, pad_id: int, temperature: float = 1.0,
                generator: torch.Generator | None = None) -> dict[str, float]:
     """Run the update; returns token-weighted means of the loss terms (empty dict: nothing to train)."""
+    settings = resolved_objective(settings)
     samples = trainable_samples(samples, settings.skip_zero_advantage)
     stats = {"trained_samples": float(len(samples)),
              "update_tokens": float(sum(len(s.prompt_ids) + len(s.response_ids) for s in samples))}
@@ -154,9 +196,13 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
             if not chunk:
                 continue
             num_tokens = float(sum(sum(samples[i].loss_mask) for i in chunk))
+            step_weight = dict(zip(chunk, aggregation_weights([samples[i] for i in chunk],
+                                                              str(settings.loss_aggregation)), strict=True))
             optimizer.zero_grad(set_to_none=True)
             for mb in micro_batches(chunk, size):
                 batch = collate([samples[i] for i in mb], pad_id, device)
+                weights = _token_weights([samples[i] for i in mb], [step_weight[i] for i in mb], batch.response_len,
+                                         device)
                 logp, entropy = response_logprobs(model, batch, temperature, with_entropy=settings.entropy_coef > 0)
                 old_logp = _stack(old, mb, batch.response_len, device) if old is not None else logp.detach()
                 ref_logp = _stack(ref, mb, batch.response_len, device) if ref is not None else None
@@ -164,6 +210,7 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
                     logp, old_logp, ref_logp, batch.advantages, batch.loss_mask, entropy,
                     clip_low=settings.clip_low, clip_high=settings.clip_high, kl_coef=settings.kl_coef,
                     entropy_coef=settings.entropy_coef, num_tokens=num_tokens,
+                    ratio_level=str(settings.ratio_level), weights=weights,
                 )
                 terms.loss.backward()
                 sums["loss"] += float(terms.loss.detach()) * num_tokens

@@ -159,9 +159,11 @@ def cited_step_advantages(
     - N = sum of n_k: the push A_i * N that plain GRPO would give the rollout's step tokens
       is conserved (sum_j n_j * a_j = A_i * N), only redistributed by cited-verdict weights.
     - No step cited: plain GRPO, a_j = A_i.
-    - All weights equal (including all zero): the equal share A_i * N / (M * n_j).
+    - All weights equal (including all zero): the equal share A_i * N / (M * n_j). As the
+      paper states it, this can reinforce a failed step (a winner whose every cited step failed).
     - A step with n_j = 0 tokens has nothing to carry the signal: a_j = 0, and it takes no
-      part in M, N or the weight sum (the conservation identity still holds).
+      part in M, N or the weight sum (the conservation identity still holds). Its citations
+      are still evidence about the rollout: they count in Q-bar, the quality an uncited step takes.
     """
     n = np.asarray(step_tokens, dtype=float)
     p = np.asarray(passes, dtype=float)
@@ -175,10 +177,11 @@ def cited_step_advantages(
     if not np.any(live):
         return a
     A = float(advantage)
-    q = step_quality(p[live], f[live])
-    if q is None:
+    q_all = step_quality(p, f)  # over every step: a zero-token step's citations count in Q-bar
+    if q_all is None:
         a[live] = A
         return a
+    q = q_all[live]
     nl = n[live]
     N = nl.sum()
     M = nl.size

@@ -25,7 +25,10 @@ class Estimator:
     """``signal``: what the rollouts must carry (the engine outcome, a TRCA record per step, or
     a judge). ``placement``: ``"action"`` = the step's value on its action-span tokens only;
     ``"response"`` = on every response token of the step. ``lam`` fixes TRCA's r_F/r_B mix
-    (the ablations); ``draco_variant`` selects the judge pipeline."""
+    (the ablations); ``draco_variant`` selects the judge pipeline. ``ratio_level`` and
+    ``loss_aggregation`` are the objective's defaults for this estimator (the trainer's
+    ``algorithm.ratio_level`` / ``loss_aggregation`` override them): the TRCA estimators use
+    the TRCA paper's action-level ratio and 1/N sum_i 1/T_i sum_t aggregation."""
 
     name: str
     signal: Signal
@@ -33,13 +36,18 @@ class Estimator:
     description: str
     lam: float | None = None
     draco_variant: str | None = None
+    ratio_level: Literal["token", "action"] = "token"
+    loss_aggregation: Literal["token_mean", "step_mean", "rollout_mean_step_mean"] = "token_mean"
 
 
 ESTIMATORS: dict[str, Estimator] = {e.name: e for e in (
     Estimator("grpo", "outcome", "response", "GRPO: the group-standardized outcome on every response token"),
-    Estimator("trca", "trca", "action", "TRCA: A_E + A_S (r_TRCA mixed with the library's lambda) on action tokens"),
-    Estimator("trca_no_rf", "trca", "action", "TRCA without the foundational reward (lambda = 1)", lam=1.0),
-    Estimator("trca_no_rb", "trca", "action", "TRCA without the breakthrough reward (lambda = 0)", lam=0.0),
+    Estimator("trca", "trca", "action", "TRCA: A_E + A_S (r_TRCA mixed with the library's lambda) on action tokens",
+              ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
+    Estimator("trca_no_rf", "trca", "action", "TRCA without the foundational reward (lambda = 1)", lam=1.0,
+              ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
+    Estimator("trca_no_rb", "trca", "action", "TRCA without the breakthrough reward (lambda = 0)", lam=0.0,
+              ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
     Estimator("draco", "judge", "response", "DRACO: dynamic rubrics with step credit a_j",
               draco_variant="dynamic/credit"),
     Estimator("draco_static", "judge", "response", "DRACO ablation: static rubric, no step credit (A_i)",

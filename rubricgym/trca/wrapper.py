@@ -74,7 +74,7 @@ class TRCAComponent:
     """Scores one step: judgments of every operator, r_F, r_B, r_TRCA and coverage.
 
     Record parts: ``judgments`` {operator id: 0/1}, ``r_F``, ``r_B``, ``r_TRCA`` (= reward),
-    ``lambda``, ``coverage`` {id: 0/1} after the step (Evidence/Execution only), ``errors``
+    ``lambda``, ``gamma`` (the library's discount, the return's default), ``coverage`` {id: 0/1} after the step (Evidence/Execution only), ``errors``
     (operators whose condition failed this step; they counted as 0), ``library``. Coverage
     starts at zero on every reset."""
 
@@ -121,6 +121,7 @@ class TRCAComponent:
             "r_B": float(rewards.r_b[0]),
             "r_TRCA": r_t,
             "lambda": self.lam,
+            "gamma": self.library.library.gamma,
             "coverage": {i: int(cov[i]) for i in self._cov_ids},
             "errors": sorted(k for k, n in self._judge.errors.items() if n != errors_before.get(k, 0)),
             "library": self.library.name,

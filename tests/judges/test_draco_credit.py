@@ -139,6 +139,36 @@ def test_zero_token_steps_get_nothing_and_conserve():
     assert np.isclose(np.sum(n * a), 2.0 * 10)
 
 
+def test_zero_token_step_citations_count_in_q_bar():
+    """n = [0, 10, 10]: step 1's failed citation must not be rescued by an equal share; the
+    zero-token step's passed citation is evidence for Q-bar (step 3, uncited, takes 0.5)."""
+    n = np.array([0, 10, 10])
+    a = draco.cited_step_advantages(1.0, n, np.array([1, 0, 0]), np.array([0, 1, 0]))
+    assert close(a, [0.0, 0.0, 2.0])  # step 2 gets 0, step 3 gets all of A * N = 20
+    assert np.isclose(np.sum(n * a), 20.0)
+
+
+@settings(max_examples=200)
+@given(st.floats(-3, 3, allow_nan=False).filter(lambda x: abs(x) > 1e-3), st.data())
+def test_zero_token_steps_take_no_credit_but_shape_q_bar(A, data):
+    """Adding zero-token steps never gives them credit, conserves A*N over the live steps, and
+    changes the live steps' credit exactly as their citations change Q-bar."""
+    m = data.draw(st.integers(1, 6))
+    n = np.array(data.draw(st.lists(st.integers(0, 8), min_size=m, max_size=m)))
+    p = np.array(data.draw(st.lists(st.integers(0, 3), min_size=m, max_size=m)))
+    f = np.array(data.draw(st.lists(st.integers(0, 3), min_size=m, max_size=m)))
+    a = draco.cited_step_advantages(A, n, p, f)
+    assert np.all(a[n == 0] == 0.0)
+    if np.any(n > 0):
+        assert np.isclose(np.sum(n * a), A * n.sum())
+    q = draco.step_quality(p, f)
+    if q is not None and np.any(n > 0):  # the live steps' credit equals the rule applied with the full Q-bar
+        live = n > 0
+        w = draco.step_weights(A, q[live])
+        if w.sum() > 1e-12 and np.ptp(w) > 1e-12:
+            assert close(a[live], A * n[live].sum() * w / (n[live] * w.sum()))
+
+
 def test_bad_inputs_raise_clearly():
     with pytest.raises(ValueError):
         draco.cited_step_advantages(1.0, [1, 2], [0], [0, 0])

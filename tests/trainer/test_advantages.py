@@ -73,9 +73,6 @@ def test_every_documented_estimator_is_selectable():
         assign_advantages([_group()], "ppo")
 
 
-judges = pytest.importorskip("rubricgym.judges.pipeline", reason="DRACO judge package not importable")
-
-
 class ScriptedJudge:
     """Fixed verdicts with cited steps, turned into a group result by the judge package's own
     bookkeeping (``finish_group``: dropout, R_i, A_i, p/f); no language model involved."""
@@ -165,3 +162,25 @@ def test_one_estimator_registry_serves_config_trainer_and_docs():
         assert f"| `{name}` | {est.signal} | {est.placement} |" in docs, name
     with pytest.raises(ValueError, match="choose one of"):
         AlgorithmSettings(advantage="ppo")
+
+
+def test_gamma_has_one_source_the_library_unless_the_config_overrides_it(caplog):
+    """The TRCA record carries the library's gamma; the trainer uses it by default, and a
+    configured gamma overrides it with a warning naming both."""
+    from rubricgym.credit.trca import trca_group_step_advantages, signals_from_steps
+
+    group = _group()
+    for rollout in group:
+        for step in rollout.steps:
+            step.info["rubric"]["trca"]["gamma"] = 0.5
+    assign_advantages([group], "trca")
+    want = trca_group_step_advantages([signals_from_steps(r.steps) for r in group], gamma=0.5)
+    got = [[s.token_advantages[s.action_tokens[0]] for s in r.steps if s.action_tokens] for r in group]
+    assert got[0] == pytest.approx(list(want[0]))
+    with caplog.at_level("WARNING"):
+        assign_advantages([group], "trca", gamma=0.95)
+    assert "algorithm.gamma=0.95 overrides the operator library's gamma=0.5" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assign_advantages([group], "trca", gamma=0.5)
+    assert "overrides" not in caplog.text

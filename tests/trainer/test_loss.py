@@ -143,3 +143,86 @@ def test_training_logprobs_match_what_generation_sampled():
     with torch.no_grad():
         logp, _ = response_logprobs(model, collate(samples, tok.pad_token_id))
     assert torch.allclose(logp, gen_logp, atol=1e-4)
+
+
+# -- the objective's options: ratio level x aggregation, against hand-computed loss and gradient --------
+def _objective_case():
+    """Two rollouts: rollout 0 has two steps (T=2), rollout 1 one step (T=1). Step rows:
+    s0 (rollout 0, 2 tokens, A=+1), s1 (rollout 0, 1 token, A=-1), s2 (rollout 1, 2 tokens, A=+0.5)."""
+    t = lambda *rows: torch.tensor(rows, dtype=torch.float64)  # noqa: E731
+    return dict(
+        logp=t([-1.0, -0.5], [-0.7, 0.0], [-0.2, -0.3]),
+        old_logp=t([-1.1, -0.5], [-0.6, 0.0], [-0.2, -0.4]),
+        advantages=t([1.0, 1.0], [-1.0, 0.0], [0.5, 0.5]),
+        mask=torch.tensor([[True, True], [True, False], [True, True]]),
+    ), [2, 1, 2], [2, 2, 1]  # tokens per step, T_i of each step's rollout
+
+
+def _hand_loss(logp, old, adv, n, T, ratio_level, aggregation, clip=(0.2, 0.28)):
+    """Reference in plain Python: the pg term only (kl and entropy off)."""
+    rows = []
+    for s in range(3):
+        toks = range(n[s])
+        a = adv[s][0]
+        if ratio_level == "action":
+            rho = math.exp(sum(logp[s][k] - old[s][k] for k in toks))
+            term = max(-a * rho, -a * min(max(rho, 1 - clip[0]), 1 + clip[1]))
+            rows.append(term)  # the step's mean over its tokens of a constant
+        else:
+            vals = []
+            for k in toks:
+                rho = math.exp(logp[s][k] - old[s][k])
+                vals.append(max(-a * rho, -a * min(max(rho, 1 - clip[0]), 1 + clip[1])))
+            rows.append(vals)
+    if aggregation == "token_mean":
+        per = [r if isinstance(r, list) else [r] * n[s] for s, r in enumerate(rows)]
+        flat = [v for r in per for v in r]
+        return sum(flat) / len(flat)
+    step_means = [sum(r) / len(r) if isinstance(r, list) else r for r in rows]
+    if aggregation == "step_mean":
+        return sum(step_means) / 3
+    # 1/N sum_i 1/T_i sum_t with N = 2 rollouts: rollout 0 = steps 0, 1; rollout 1 = step 2
+    return ((step_means[0] + step_means[1]) / 2 + step_means[2] / 1) / 2
+
+
+@pytest.mark.parametrize("ratio_level", ["token", "action"])
+@pytest.mark.parametrize("aggregation", ["token_mean", "step_mean", "rollout_mean_step_mean"])
+def test_objective_options_match_hand_computed_loss_and_gradient(ratio_level, aggregation):
+    from rubricgym.trainers.update import aggregation_weights
+
+    case, n, T = _objective_case()
+    samples = [StepSample([1], [1] * 2, "", None, None, 0.0, 0.0, loss_mask=[k < n[s] for k in range(2)],
+                          rollout_steps=T[s]) for s in range(3)]
+    w = aggregation_weights(samples, aggregation)
+    weights = torch.tensor([[w[s] / n[s] if k < n[s] else 0.0 for k in range(2)] for s in range(3)], dtype=torch.float64)
+    logp = case["logp"].clone().requires_grad_(True)
+    terms = policy_loss(logp, case["old_logp"], None, case["advantages"], case["mask"], None, clip_low=0.2,
+                        clip_high=0.28, kl_coef=0.0, entropy_coef=0.0, num_tokens=5, ratio_level=ratio_level,
+                        weights=weights)
+    lp, old, adv = case["logp"].tolist(), case["old_logp"].tolist(), case["advantages"].tolist()
+    want = _hand_loss(lp, old, adv, n, T, ratio_level, aggregation)
+    assert terms.loss.item() == pytest.approx(want, abs=1e-12)
+    terms.loss.backward()
+    eps = 1e-6  # central differences of the hand-written reference
+    for s in range(3):
+        for k in range(2):
+            up = [row[:] for row in lp]
+            down = [row[:] for row in lp]
+            up[s][k] += eps
+            down[s][k] -= eps
+            numeric = (_hand_loss(up, old, adv, n, T, ratio_level, aggregation)
+                       - _hand_loss(down, old, adv, n, T, ratio_level, aggregation)) / (2 * eps)
+            assert logp.grad[s, k].item() == pytest.approx(numeric, abs=1e-6), (s, k)
+
+
+def test_trca_estimators_default_to_the_papers_objective():
+    from rubricgym.trainers.update import resolved_objective
+
+    trca = resolved_objective(AlgorithmSettings(advantage="trca"))
+    assert (trca.ratio_level, trca.loss_aggregation) == ("action", "rollout_mean_step_mean")
+    grpo = resolved_objective(AlgorithmSettings(advantage="grpo"))
+    assert (grpo.ratio_level, grpo.loss_aggregation) == ("token", "token_mean")
+    chosen = resolved_objective(AlgorithmSettings(advantage="trca", ratio_level="token", loss_aggregation="step_mean"))
+    assert (chosen.ratio_level, chosen.loss_aggregation) == ("token", "step_mean")
+    with pytest.raises(ValueError):
+        AlgorithmSettings(loss_aggregation="sequence_mean")
