@@ -1,6 +1,7 @@
 """Judge cost of one DRACO group (G = 6 by default): calls, tokens and cache hits per stage,
 and the share of each stage's prompt that is a common prefix across the group's calls
-(prompts put the shared part first, so a server with prefix caching reuses it).
+(prompts put the shared part first, so a server with prefix caching reuses it), in
+characters and in tokens of the judge's chat template (target for score calls: >= 60%).
 
     .venv/bin/python benchmarks/judge_calls.py                 # real llama-cpp-python server + SmolLM2
     .venv/bin/python benchmarks/judge_calls.py --scripted      # loopback scripted server (seconds)
@@ -48,7 +49,8 @@ def prompt_text(request: ChatRequest) -> str:
     return "".join(f"<{m['role']}>\n{m['content']}\n" for m in request.messages)
 
 
-def common_prefix_len(texts: list[str]) -> int:
+def common_prefix_len(texts: list) -> int:
+    """Length of the longest common prefix of strings or token-id lists."""
     if not texts:
         return 0
     first = texts[0]
@@ -62,20 +64,46 @@ def common_prefix_len(texts: list[str]) -> int:
     return n
 
 
-def stage_report(requests: list[ChatRequest]) -> dict[str, Any]:
-    by_phase: dict[str, list[str]] = {}
+def load_tokenizer(name: str) -> tuple[Any, str | None]:
+    """The judge model's tokenizer (SmolLM2's by default), or (None, why not)."""
+    try:
+        from transformers import AutoTokenizer
+
+        from rubricgym.models import smollm2_path
+
+        return AutoTokenizer.from_pretrained(str(smollm2_path()) if name == "smollm2" else name), None
+    except Exception as exc:  # transformers or the model package missing: characters only
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def stage_report(requests: list[ChatRequest], tokenizer: Any = None) -> dict[str, Any]:
+    """Per phase: mean prompt size and the common prefix of the group's prompts, in
+    characters of the messages and in tokens of the chat template the server applies."""
+    by_phase: dict[str, list[ChatRequest]] = {}
     for r in requests:
-        by_phase.setdefault(r.phase, []).append(prompt_text(r))
+        by_phase.setdefault(r.phase, []).append(r)
     out = {}
-    for phase, texts in by_phase.items():
+    for phase, reqs in by_phase.items():
+        texts = [prompt_text(r) for r in reqs]
         prefix = common_prefix_len(texts) if len(texts) > 1 else 0
         mean_len = sum(map(len, texts)) / len(texts)
-        out[phase] = {
+        row: dict[str, Any] = {
             "requests": len(texts),
             "mean_prompt_chars": round(mean_len),
             "common_prefix_chars": prefix,
             "common_prefix_share": round(prefix / mean_len, 3) if len(texts) > 1 else None,
         }
+        if tokenizer is not None:
+            chats = [tokenizer.apply_chat_template(r.messages, tokenize=False, add_generation_prompt=True) for r in reqs]
+            ids = [tokenizer(chat, add_special_tokens=False)["input_ids"] for chat in chats]
+            tokens = common_prefix_len(ids) if len(ids) > 1 else 0
+            mean_tokens = sum(map(len, ids)) / len(ids)
+            row |= {
+                "mean_prompt_tokens": round(mean_tokens),
+                "common_prefix_tokens": tokens,
+                "common_prefix_share_tokens": round(tokens / mean_tokens, 3) if len(ids) > 1 else None,
+            }
+        out[phase] = row
     return out
 
 
@@ -87,6 +115,7 @@ def main() -> int:
     ap.add_argument("--base-url")
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--max-steps", type=int, default=8)
+    ap.add_argument("--tokenizer", default="smollm2", help="tokenizer for the prefix share in tokens")
     ap.add_argument("--json", help="write the report here too")
     args = ap.parse_args()
 
@@ -132,7 +161,11 @@ def main() -> int:
                 "rewards": [round(r, 3) for r in result.rewards.tolist()],
             }
             if label == "pass1":
-                report["prefix_sharing"] = stage_report(backend.requests)
+                tokenizer, why = load_tokenizer(args.tokenizer)
+                report["prefix_sharing"] = stage_report(backend.requests, tokenizer)
+                report["prefix_tokens"] = args.tokenizer if tokenizer is not None else f"not measured ({why})"
+                share = report["prefix_sharing"].get("score", {}).get("common_prefix_share")
+                report["score_prefix_target_met"] = None if share is None else share >= 0.60
     finally:
         if server is not None:
             server.stop()
