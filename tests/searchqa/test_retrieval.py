@@ -48,3 +48,13 @@ def test_index_cache_is_per_unchanged_file(tmp_path):
     assert bm25_for_file(path) is first
     path.write_text(json.dumps({"id": "1", "contents": '"A"\nalpha beta gamma'}) + "\n")
     assert bm25_for_file(path) is not first
+
+
+def test_scores_equal_bm25s_get_scores_exactly():
+    from rubricgym.adapters.searchqa.data import BUNDLED_CORPUS, load_corpus
+
+    r = BM25Retriever(load_corpus(BUNDLED_CORPUS))
+    queries = [t for q in load_questions(BUNDLED_QUESTIONS["train"]) for t in [q.question, *q.oracle_queries]]
+    for text in queries + ["river river town", "zzqx river"]:
+        tokens = tokenize_query(text)
+        assert np.array_equal(r.scores(tokens), r._index.get_scores(tokens)), text
