@@ -199,8 +199,10 @@ class SearchQAAdapter(Adapter):
         return step.model_copy(update=self._budget())
 
     def _rejected(self, tool: str, message: str, malformed: bool = False) -> EngineStep:
-        """Nothing executed: the state stays, the step is refused (action_allowed stays false)."""
-        return self._state(message, "" if malformed else tool, {"malformed": malformed}, [], accepted=False,
+        """Nothing executed: the state stays, the step is refused (action_allowed stays false).
+        Search-R1 shows its fixed invalid-action message; the detail stays in error_text."""
+        shown = observe.SEARCH_R1_INVALID if self.grammar_name == "search-r1" else message
+        return self._state(shown, "" if malformed else tool, {"malformed": malformed}, [], accepted=False,
                            error_text=message)
 
     def _show(self, shown_text: str, passages: Sequence[Passage], full: bool) -> dict[str, Any]:

@@ -211,3 +211,12 @@ def test_per_dataset_ids_for_users_files(tmp_path):
         register_dataset("bad name", train)
     with pytest.raises(FileNotFoundError):
         register_dataset("missing", tmp_path / "nope.jsonl")
+
+
+def test_malformed_search_r1_action_gets_the_fixed_message(make_env):
+    env = make_env()
+    env.reset(seed=0)
+    obs, *_, info = env.step("<search><answer>x</answer></search>")
+    facts = info["transition"].facts
+    assert "My previous action is invalid" in obs and facts.malformed and facts.rejected and not facts.accepted
+    assert "Malformed action" in facts.error_text and facts.tool == ""
