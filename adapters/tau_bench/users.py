@@ -40,6 +40,7 @@ class ScriptedUserConfig(BaseModel):
     patience: int = Field(2, ge=0, description="agent messages answered with a plain confirmation before the user stops")
     skip_gold_actions: list[int] = Field(default_factory=list,
                                          description="indices of gold user-side actions not to perform (ablations)")
+    device_actions: bool = Field(True, description="perform the task's gold user-side actions at all (telecom)")
 
 
 def opening_line(task: Task) -> str:
@@ -61,8 +62,8 @@ class ScriptedUser(UserSimulator):
         self.config = config or ScriptedUserConfig()
         actions = list(task.evaluation_criteria.actions or []) if task.evaluation_criteria else []
         self._agent_gold = [(i, a) for i, a in enumerate(actions) if a.requestor != "user"]
-        self._user_gold = [(i, a) for i, a in enumerate(actions)
-                           if a.requestor == "user" and i not in set(self.config.skip_gold_actions)]
+        self._user_gold = [(i, a) for i, a in enumerate(actions) if a.requestor == "user"
+                           and self.config.device_actions and i not in set(self.config.skip_gold_actions)]
         self._agent_calls = agent_calls
         self._opening = opening_line(task)
         self._opened = False
