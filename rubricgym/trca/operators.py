@@ -404,12 +404,15 @@ class EpisodeJudge:
                        if v is not w and (v != w or type(v) is not type(w))]
         except Exception:  # a value whose comparison fails: convert everything
             changed = list(compiled.fact_positions)
-        if changed:
-            names = compiled.fact_variables
-            self._update({names[k]: _plain(values[k]) for k in changed})
-            for k in changed:  # keep copies, so a list mutated in place still counts as changed
+        if changed:  # one add_variable per value is cheaper than one update() of them all
+            names, add = compiled.fact_variables, self._context.add_variable
+            for k in changed:
                 v = values[k]
-                last[k] = v.copy() if type(v) is list else v
+                try:
+                    add(names[k], _plain(v))
+                except Exception:  # not representable in CEL: null, so conditions reading it err
+                    add(names[k], None)
+                last[k] = v.copy() if type(v) is list else v  # a copy: in-place changes still count
         if compiled.uses_coverage:
             prior = prior_coverage if type(prior_coverage) is np.ndarray else np.asarray(prior_coverage, dtype=np.float64)
             self._set_coverage(prior)
