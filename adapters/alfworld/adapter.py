@@ -20,6 +20,7 @@ from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
 from rubricgym.adapters.alfworld.games import collect_games, resolve_split_dir, seeded_global_random
 from rubricgym.adapters.alfworld.observe import NOTHING, ObservedWorld, StepEvents, parse_command
 from rubricgym.contract import Outcome, ParsedAction
+from rubricgym.process_state import preserved_process_state, preserves_process_state
 
 
 def _start(game_file: Path, shuffle: bool, policy: bool = False) -> Any:
@@ -51,6 +52,7 @@ class ALFWorldAdapter(Adapter):
     facts_model: ClassVar[type[ALFWorldFacts]] = ALFWorldFacts
     binding_model: ClassVar[type[ALFWorldBinding]] = ALFWorldBinding
 
+    @preserves_process_state
     def __init__(self, split: str = "train", data_path: str | os.PathLike[str] | None = None,
                  domain_randomization: bool = False, engine_cache: int = 32, fast_invalid: bool = True):
         self.split = split
@@ -80,6 +82,9 @@ class ALFWorldAdapter(Adapter):
     def game_file(self, task_id: str | None = None) -> Path:
         return self._games[task_id or self._require_task()]
 
+    # alfworld and its planner are programs at heart (sys.argv, $ALFWORLD_DATA, ...): every
+    # call into them leaves the caller's process-global state as it found it
+    @preserves_process_state
     def reset(self, task_id: str, seed: int | None) -> EngineReset:
         if task_id not in self._games:
             raise KeyError(f"unknown ALFWorld task {task_id!r}")
@@ -127,7 +132,8 @@ class ALFWorldAdapter(Adapter):
             feedback = NOTHING  # exactly the engine's answer; its state does not change
         else:
             try:
-                state, _, _ = self._env.step(command_text)
+                with preserved_process_state():  # only engine calls pay for the snapshot
+                    state, _, _ = self._env.step(command_text)
             except Exception as exc:  # the engine itself broke
                 raise EngineFailure(f"{type(exc).__name__}: {exc}") from exc
             feedback = state.feedback or ""
@@ -170,6 +176,7 @@ class ALFWorldAdapter(Adapter):
     def render_state(self) -> str:
         return self._world.signature()
 
+    @preserves_process_state
     def close(self) -> None:
         while self._engines:
             _, env = self._engines.popitem()
@@ -202,6 +209,7 @@ class ALFWorldAdapter(Adapter):
         self._env = None
 
     # -- extras -------------------------------------------------------------------------
+    @preserves_process_state
     def expert_plan(self, from_current_state: bool = False) -> list[str]:
         """The fast-downward planner's ``policy_commands`` for the current game.
 
