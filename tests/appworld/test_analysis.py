@@ -46,9 +46,16 @@ def test_malformed_responses_are_classified(response, error):
     assert not parsed.ok and parsed.error == error
 
 
-@given(st.text(max_size=400))
+@given(st.one_of(st.text(max_size=400),
+                 st.builds(lambda a, b, c: a + b + c, st.text(max_size=40),
+                           st.sampled_from(["<action>", "```python\n", "```\n", "</action>", "\n```"]),
+                           st.text(max_size=40))))
 def test_parse_never_raises(text):
-    parse_response(text, CODE_GRAMMAR)
+    parsed = parse_response(text, CODE_GRAMMAR)
+    assert parsed.ok == (parsed.error is None)  # a classified failure, or an action...
+    if parsed.ok:  # ...that is exactly the text inside its span
+        start, end = parsed.action_span
+        assert parsed.action == text[start:end] and parsed.action.strip() == parsed.action
 
 
 def test_code_analysis_reads_calls_without_running_them():
@@ -101,10 +108,21 @@ def test_output_analysis_is_bounded_on_hostile_text():
 
 @given(st.text(max_size=2000))
 def test_analysis_never_raises(text):
-    analyze_code(text)
-    analyze_output(text)
-    bind_task(text)
-    code_of(text)
+    import ast
+
+    code = analyze_code(text)
+    try:
+        ast.parse(text)
+        parses = True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        parses = False
+    assert code.syntax_ok == parses  # the analysis agrees with Python itself
+    out = analyze_output(text)
+    assert out.execution_failed == text.strip().startswith("Execution failed")
+    assert not out.timed_out or out.execution_failed
+    assert isinstance(bind_task(text), AppWorldBinding)
+    stripped = code_of(text)
+    assert stripped == text or stripped in text  # only a fence is ever removed
 
 
 def test_binder_is_deterministic_and_extracts_fields():

@@ -98,8 +98,11 @@ def test_escaping_code_stays_inside_appworld(env, tmp_path, monkeypatch):
     assert facts.execution_failed and "not allowed" in obs
     obs, facts = run(f"import os\nos.remove({str(existing)!r})\nos.environ['RUBRICGYM_ESCAPE'] = '1'\nprint(os.getpid())")
     assert facts.code_imports == ["os"]
-    server_pid = int(obs.strip().splitlines()[-1]) if not facts.execution_failed else None
-    assert server_pid in (None, adapter.server.pid) and server_pid != os.getpid()
+    assert facts.execution_failed and "not allowed" in obs  # os.remove is refused by AppWorld
+    obs, facts = run("import os\nprint(os.getpid())")  # the PID check always runs: this step must execute
+    assert not facts.execution_failed, obs
+    server_pid = int(obs.strip().splitlines()[-1])
+    assert server_pid == adapter.server.pid and server_pid != os.getpid()  # agent code runs in AppWorld's process
     obs, facts = run("import subprocess")
     assert facts.execution_failed and "not allowed" in obs
     obs, facts = run(f"print(open({str(answer_file)!r}).read())")

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from judge_test_servers import LlamaServer
+from judge_test_servers import LLAMA_PYTHON, LlamaServer
 from judge_trajectories import record_alfworld_group
+from requirements_guard import need, need_path
 
 from rubricgym.credit import draco
 from rubricgym.judges import DracoJudge, JudgeSettings, Verdict
@@ -17,13 +18,15 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def llama_server():
+    # checked before the server starts (not after): skip locally, fail under CI=true
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
+    need_path(LLAMA_PYTHON, "make setup builds the llama.cpp server venv (mk/judge.mk)")
     srv = LlamaServer()
     yield srv
     srv.stop()
 
 
 def test_full_group_pipeline_on_a_real_server(llama_server, tmp_path):
-    pytest.importorskip("alfworld")
     instruction, trajs = record_alfworld_group(3, max_steps=8)
     assert len({t.task_id for t in trajs}) == 1 and all(t.num_steps > 0 for t in trajs)
     settings = JudgeSettings(

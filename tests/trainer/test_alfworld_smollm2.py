@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from requirements_guard import need
 
-pytest.importorskip("alfworld", reason="ALFWorld is not installed (pip install 'rubricgym[alfworld]')")
-
-from rubricgym.contract import load_jsonl  # noqa: E402
-from rubricgym.trainers.config import load_config  # noqa: E402
-from rubricgym.trainers.trainer import Trainer  # noqa: E402
+from rubricgym.contract import load_jsonl
+from rubricgym.trainers.config import load_config
+from rubricgym.trainers.trainer import Trainer
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # a real 135M model on a shared 2-core CPU: minutes, more under contention
 def test_one_trca_iteration_on_alfworld_with_smollm2(tmp_path):
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
     config = load_config(None, [
         "model.name=smollm2", "model.device=cpu", "env.id=ALFWorld-Rubric-v0", "env.max_steps=2",
         "algorithm.advantage=trca", "algorithm.group_size=2", "algorithm.tasks_per_iteration=1",

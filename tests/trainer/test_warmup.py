@@ -11,7 +11,7 @@ from rubricgym.models import load_causal_lm
 from rubricgym.trainers.config import PromptSettings, WarmupSettings, load_config
 from rubricgym.trainers.generation import stop_token_ids
 from rubricgym.trainers.trainer import WARMUP_FILE, Trainer
-from rubricgym.trainers.warmup import as_sample, collect_demonstrations, run_warmup, sft_loss
+from rubricgym.trainers.warmup import as_sample, collect_demonstrations, has_expert, run_warmup, sft_loss
 from trainer.word_env import make_expert_word_env, make_word_env
 
 SETTINGS = [
@@ -109,4 +109,9 @@ def test_warmup_is_off_without_an_expert_and_required_when_enabled(tmp_path):
     with pytest.raises(ValueError, match="declares no expert player"):
         trainer.train()
     trainer.close()
-    assert make_word_env  # the plain env has no expert
+    plain, expert = make_word_env(), make_expert_word_env()
+    try:  # the cause, checked directly: only the expert env declares an expert player
+        assert not has_expert(plain) and has_expert(expert)
+    finally:
+        plain.close()
+        expert.close()
