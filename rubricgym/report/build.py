@@ -78,9 +78,11 @@ def _credit_settings(config: dict[str, Any]) -> CreditSettings:
     alg = config.get("algorithm") if isinstance(config.get("algorithm"), dict) else {}
     out = CreditSettings()
     if alg:
+        gamma, eps = alg.get("gamma"), alg.get("eps")
         out = CreditSettings(estimator=str(alg.get("advantage", out.estimator)),
-                             gamma=float(alg.get("gamma", out.gamma)),
-                             lam=alg.get("trca_lambda"), eps=float(alg.get("eps", out.eps)))
+                             gamma=float(gamma) if isinstance(gamma, (int, float)) else None,
+                             lam=alg.get("trca_lambda") if isinstance(alg.get("trca_lambda"), (int, float)) else None,
+                             eps=float(eps) if isinstance(eps, (int, float)) else out.eps)
     return out
 
 
@@ -138,7 +140,7 @@ def build_run_report(path: Path, *, live: bool = False, refresh_seconds: int = 1
 
 
 def build_trajectory_report(path: Path, *, max_trajectories: int = 200, estimator: str = "trca",
-                            gamma: float = 0.95) -> Report:
+                            gamma: float | None = None) -> Report:
     problems: list[str] = []
     trajectories = read_trajectories(path, problems, limit=max_trajectories)
     settings = CreditSettings(estimator=estimator, gamma=gamma)

@@ -24,7 +24,6 @@ from rubricgym.report.records import judge_record, operator_categories, trca_rec
 OBSERVATION_CHARS = 240
 RESPONSE_CHARS = 400
 FACT_CHARS = 80
-TRCA_ESTIMATORS = ("trca", "trca_no_rf", "trca_no_rb")
 
 
 def excerpt(text: Any, limit: int) -> str:
@@ -36,7 +35,7 @@ class CreditSettings(BaseModel):
     """How A_E / A_S are recomputed: the run's estimator and its parameters."""
 
     estimator: str = "trca"
-    gamma: float = 0.95
+    gamma: float | None = Field(None, description="None: the operator library's (its records carry it)")
     lam: float | None = None
     eps: float = 1e-6
 
@@ -226,29 +225,49 @@ def _signals(rollout: RolloutView, trajectory: Trajectory) -> Any:
                           r_trca=[s.r_trca for s in rollout.steps])
 
 
+def _gamma(trajectories: Sequence[Trajectory], configured: float | None) -> float:
+    """The trainer's rule: the configured gamma, else the library's (from the records)."""
+    from rubricgym.credit.trca import DEFAULT_GAMMA
+
+    if configured is not None:
+        return float(configured)
+    for traj in trajectories:
+        for transition in traj.transitions:
+            record = trca_record(transition.info)
+            if record is not None and _float_or_none(record.get("gamma")) is not None:
+                return float(record["gamma"])
+    return DEFAULT_GAMMA
+
+
 def add_credit(rollouts: list[RolloutView], trajectories: Sequence[Trajectory], settings: CreditSettings) -> str:
     """Fill A_E and A_S of every step with the credit formulas; returns a note on how."""
-    from rubricgym.credit.trca import episode_advantages, trca_group_advantages
+    from rubricgym.credit.estimators import get_estimator, group_step_advantages
+    from rubricgym.credit.trca import episode_advantages
 
+    try:
+        estimator = get_estimator(settings.estimator)
+    except ValueError:
+        return f"A_E / A_S: unknown estimator '{settings.estimator}'"
     outcomes = [float(sum(s.env_reward for s in r.steps)) for r in rollouts]
     a_e = episode_advantages(outcomes, settings.eps) if rollouts else np.zeros(0)
-    if settings.estimator == "grpo":
+    if estimator.signal == "outcome":
         for r, a in zip(rollouts, a_e, strict=True):
             for s in r.steps:
                 s.a_e, s.a_s = float(a), 0.0
-        return "A_E: group-standardized outcome (grpo); A_S = 0"
-    if settings.estimator not in TRCA_ESTIMATORS:
-        return f"A_E / A_S: not part of the '{settings.estimator}' estimator"
+        return f"A_E: group-standardized outcome ({estimator.name}); A_S = 0"
+    if estimator.signal != "trca":
+        return f"A_E / A_S: not part of the '{estimator.name}' estimator"
     signals = [_signals(r, t) for r, t in zip(rollouts, trajectories, strict=True)]
     if any(s is None for s in signals):
         return "A_E / A_S: some steps carry no TRCA record"
-    total = trca_group_advantages(signals, estimator=settings.estimator, lam=settings.lam, gamma=settings.gamma,
-                                  eps=settings.eps)
+    gamma = _gamma(trajectories, settings.gamma)
+    total = group_step_advantages(estimator.name, signals, lam=settings.lam, gamma=gamma, eps=settings.eps)
     for r, a, adv in zip(rollouts, a_e, total, strict=True):
         for s, value in zip(r.steps, adv, strict=True):
             s.a_e, s.a_s = float(a), float(value - a)
-    lam = "the paid r_TRCA" if settings.lam is None else f"λ={settings.lam}"
-    return f"A_E, A_S recomputed: estimator {settings.estimator}, γ={settings.gamma}, {lam}"
+    lam = f"λ={estimator.lam}" if estimator.lam is not None else (
+        "the paid r_TRCA" if settings.lam is None else f"λ={settings.lam}")
+    return f"A_E, A_S recomputed: estimator {estimator.name}, γ={gamma:g}, {lam}"
 
 
 def group_view(key: str, title: str, trajectories: Sequence[Trajectory], settings: CreditSettings) -> GroupView:

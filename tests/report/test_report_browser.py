@@ -115,7 +115,7 @@ RUN_SETTINGS = [
 ]
 
 
-def test_a_real_run_with_the_live_view_in_chromium(browser, tmp_path):
+def test_a_real_run_with_the_live_view_in_chromium(browser, tmp_path, caplog):
     from requirements_guard import need
 
     need("alfworld", "pip install 'rubricgym[alfworld]'")
@@ -137,6 +137,7 @@ def test_a_real_run_with_the_live_view_in_chromium(browser, tmp_path):
     finally:
         trainer.close()
     assert seen == [1, 2, 3]
+    assert "writing the run report failed" not in caplog.text
 
     requests = open_report(browser, run_dir / "report.html")
     assert requests == [], requests

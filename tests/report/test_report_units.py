@@ -85,7 +85,8 @@ def test_every_piece_of_trajectory_text_is_escaped(tmp_path):
 def test_damaged_run_files_are_reported_not_fatal(tmp_path):
     run = tmp_path / "run"
     (run / "trajectories").mkdir(parents=True)
-    (run / "config.yaml").write_text("run:\n  iterations: 3\n", encoding="utf-8")
+    (run / "config.yaml").write_text("run:\n  iterations: 3\nalgorithm:\n  advantage: trca\n  gamma: null\n"
+                                     "  trca_lambda: null\n", encoding="utf-8")
     lines = [json.dumps({"iteration": 1, "success_rate": 0.5, "loss": 1.0}),
              json.dumps({"iteration": 2, "success_rate": float("nan")}),
              '{"iteration": 3, "succ']  # a run killed mid-write
