@@ -119,3 +119,13 @@ register_benchmark(BenchmarkSpec(name="WordPickExpert", facts_model=ExpertWordFa
 
 def make_expert_word_env(max_steps: int = 2, num_tasks: int = 4) -> RubricEnv:
     return RubricEnv(ExpertWordAdapter(num_tasks=num_tasks), max_steps=max_steps)
+
+
+def make_trca_word_env(max_steps: int = 2, num_tasks: int = 4):
+    """The word task with a TRCA operator library attached (for estimator studies)."""
+    from pathlib import Path
+
+    from rubricgym.trca import TRCAConfig
+
+    env = RubricEnv(ExpertWordAdapter(num_tasks=num_tasks), max_steps=max_steps)
+    return TRCAConfig(library=Path(__file__).with_name("word_library.yaml")).wrap(env, "WordPickExpert")

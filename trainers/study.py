@@ -1,0 +1,173 @@
+"""``rubricgym study``: sample efficiency of advantage estimators at matched trajectory budgets.
+
+Each estimator is trained from the same config with several seeds; every run consumes the same
+number of trajectories (iterations x tasks per iteration x group size). The study records
+success and reward against trajectories consumed (``study.csv`` / ``study.jsonl``), draws the
+curves with their seed spread (``curves.png`` / ``curves.svg``) and reports, per estimator, the
+trajectories needed for the seed-mean success to reach a target (``summary.json``, ``summary.md``).
+
+    rubricgym study --config configs/study_cpu.yaml --estimators grpo,trca --seeds 0,1 \\
+        --trajectories 64 --target 0.5 --output-dir runs/study
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+CURVE_FIELDS = ("estimator", "seed", "iteration", "trajectories", "success_rate", "return_mean", "env_return_mean",
+                "trca_reward_mean")
+
+
+class StudySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    estimators: list[str] = Field(default_factory=lambda: ["grpo", "trca", "trca_no_rf", "trca_no_rb"])
+    seeds: list[int] = Field(default_factory=lambda: [0, 1])
+    trajectories: int = Field(64, ge=1, description="trajectory budget of every run")
+    target_success: float = Field(0.5, ge=0.0, le=1.0)
+    config: str | None = None
+    overrides: list[str] = Field(default_factory=list)
+    output_dir: str = "runs/study"
+
+    @field_validator("estimators")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        from rubricgym.credit.estimators import get_estimator
+
+        for name in names:
+            get_estimator(name)
+        return names
+
+
+def trajectories_per_iteration(config: Any) -> int:
+    return int(config.algorithm.tasks_per_iteration) * int(config.algorithm.group_size)
+
+
+def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> list[dict[str, Any]]:
+    """Train one (estimator, seed) to the budget; its curve rows."""
+    from rubricgym.trainers.config import load_config
+    from rubricgym.trainers.trainer import Trainer
+
+    base = load_config(settings.config, settings.overrides)
+    per_iteration = trajectories_per_iteration(base)
+    iterations = max(1, math.ceil(settings.trajectories / per_iteration))
+    config = load_config(settings.config, [*settings.overrides, f"algorithm.advantage={estimator}",
+                                            f"run.seed={seed}", f"run.iterations={iterations}",
+                                            "run.evaluate_after=false", "run.progress=false",
+                                            f"run.name={estimator}-seed{seed}", f"run.output_dir={out}"])
+    trainer = Trainer(config)
+    try:
+        trainer.train(evaluate=False)
+        metrics = trainer.read_metrics()
+    finally:
+        trainer.close()
+    rows = []
+    for m in metrics:
+        row = {"estimator": estimator, "seed": seed, "iteration": int(m["iteration"]),
+               "trajectories": int(m["iteration"]) * per_iteration}
+        row.update({k: float(m.get(k, float("nan"))) for k in CURVE_FIELDS[4:]})
+        rows.append(row)
+    return rows
+
+
+def mean_curves(rows: list[dict[str, Any]], key: str = "success_rate") -> dict[str, list[tuple[int, float, float, float]]]:
+    """Per estimator: (trajectories, mean, min, max) over seeds, in order of trajectories."""
+    by: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        by[r["estimator"]][r["trajectories"]].append(float(r[key]))
+    return {est: [(t, sum(v) / len(v), min(v), max(v)) for t, v in sorted(points.items())]
+            for est, points in by.items()}
+
+
+def trajectories_to_target(rows: list[dict[str, Any]], target: float) -> dict[str, int | None]:
+    """The first budget at which an estimator's seed-mean success reaches ``target`` (None: never)."""
+    return {est: next((t for t, mean, _, _ in curve if mean >= target), None)
+            for est, curve in mean_curves(rows).items()}
+
+
+def plot(rows: list[dict[str, Any]], out: Path, target: float) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    for ax, key, label in ((axes[0], "success_rate", "success rate"), (axes[1], "return_mean", "mean return")):
+        for est, curve in sorted(mean_curves(rows, key).items()):
+            xs = [c[0] for c in curve]
+            ax.plot(xs, [c[1] for c in curve], marker="o", label=est)
+            ax.fill_between(xs, [c[2] for c in curve], [c[3] for c in curve], alpha=0.2)
+        ax.set_xlabel("trajectories consumed")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].axhline(target, color="grey", linestyle="--", linewidth=1)
+    axes[0].legend(title="estimator (band: seed min-max)")
+    paths = [out / "curves.png", out / "curves.svg"]
+    for path in paths:
+        fig.savefig(path)
+    plt.close(fig)
+    return paths
+
+
+def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path) -> dict[str, Any]:
+    with open(out / "study.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(CURVE_FIELDS))
+        writer.writeheader()
+        writer.writerows(rows)
+    (out / "study.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    needed = trajectories_to_target(rows, settings.target_success)
+    final = {est: curve[-1][1] for est, curve in mean_curves(rows).items()}
+    summary = {"settings": settings.model_dump(), "trajectories_to_target": needed, "final_success_mean": final,
+               "plots": [p.name for p in plot(rows, out, settings.target_success)]}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    lines = [f"| estimator | trajectories to success >= {settings.target_success:g} | final success (seed mean) |",
+             "|---|---|---|"]
+    lines += [f"| `{est}` | {needed[est] if needed[est] is not None else 'not reached'} | {final[est]:.3f} |"
+              for est in settings.estimators if est in needed]
+    (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return summary
+
+
+def run_study(settings: StudySettings) -> dict[str, Any]:
+    out = Path(settings.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    for estimator in settings.estimators:
+        for seed in settings.seeds:
+            rows += run_one(settings, estimator, seed, out / "runs")
+    return write_results(rows, settings, out)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="training config (YAML) shared by every run")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for every run (repeatable)")
+    parser.add_argument("--estimators", default="grpo,trca,trca_no_rf,trca_no_rb",
+                        help="comma-separated estimator names (add draco* when a judge is configured)")
+    parser.add_argument("--seeds", default="0,1", help="comma-separated seeds")
+    parser.add_argument("--trajectories", type=int, default=64, help="trajectory budget of every run")
+    parser.add_argument("--target", type=float, default=0.5, help="success rate whose budget is reported")
+    parser.add_argument("--output-dir", default="runs/study")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = StudySettings(estimators=[e for e in args.estimators.split(",") if e],
+                                 seeds=[int(s) for s in args.seeds.split(",") if s], trajectories=args.trajectories,
+                                 target_success=args.target, config=args.config, overrides=args.overrides,
+                                 output_dir=args.output_dir)
+    except ValueError as exc:
+        print(f"rubricgym study: {exc}")
+        return 2
+    summary = run_study(settings)
+    print((Path(settings.output_dir) / "summary.md").read_text(encoding="utf-8"))
+    print(f"results: {settings.output_dir}/study.csv, curves.png, curves.svg, summary.json")
+    return 0 if summary["trajectories_to_target"] else 1
