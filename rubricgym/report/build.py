@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rubricgym.report.plots import advantage_color, curve_svg, slug, text_color
 from rubricgym.report.sources import RunFiles, is_run_dir, metric_series, read_run, read_trajectories
-from rubricgym.report.views import CreditSettings, GroupView, group_trajectories, group_view
+from rubricgym.report.views import CreditSettings, GroupView, group_trajectories, group_view, visible
 
 REPORT_FILE = "report.html"
 CURVES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -174,9 +174,14 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _printable(value: Any) -> Any:
+    """Every text the template prints: control characters as their Unicode pictures."""
+    return visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def _environment() -> Environment:
     env = Environment(loader=PackageLoader("rubricgym.report", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, finalize=_printable)
     env.filters["fmt"] = _fmt
     env.globals.update(adv_color=advantage_color, text_color=text_color)
     return env

@@ -26,8 +26,16 @@ RESPONSE_CHARS = 400
 FACT_CHARS = 80
 
 
+# control characters (a random policy emits them) are shown as their Unicode pictures
+CONTROL_PICTURES = {c: 0x2400 + c for c in range(32) if chr(c) not in "\t\n"} | {127: 0x2421}
+
+
+def visible(text: Any) -> str:
+    return ("" if text is None else str(text)).translate(CONTROL_PICTURES)
+
+
 def excerpt(text: Any, limit: int) -> str:
-    text = "" if text is None else str(text)
+    text = visible(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -152,7 +160,7 @@ def _stored_tokens(meta: Mapping[str, Any], n: int) -> list[list[TokenCredit] | 
         return out
     for t, tokens in enumerate(values[:n]):
         if isinstance(tokens, list):
-            out[t] = [TokenCredit(text=str(item[0]), advantage=_float_or_none(item[1]))
+            out[t] = [TokenCredit(text=visible(item[0]), advantage=_float_or_none(item[1]))
                       for item in tokens if isinstance(item, (list, tuple)) and len(item) == 2]
     return out
 

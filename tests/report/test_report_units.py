@@ -144,3 +144,11 @@ def test_judge_verdicts_are_shown_with_the_steps_they_cite(tmp_path):
     assert [(c.criterion, c.verdict) for c in rollout.steps[0].citations] == [("c1", "fail")]
     assert rollout.steps[0].fired == {"invalidity": ["parse_failure"]}
     assert rollout.steps[0].advantage == 0.25 and report.sections[0].groups[0].advantage_source == "stored"
+
+
+def test_control_characters_are_shown_as_pictures(tmp_path):
+    path = tmp_path / "t.jsonl"
+    save_jsonl(path, [_trajectory("a\x00b\x1bc\x7f")])
+    html = render(build_report(path))
+    assert "a\u2400b\u241bc\u2421" in html
+    assert not any(ord(c) < 32 and c not in "\n\t" for c in html)
