@@ -23,7 +23,7 @@ def replay(env: gym.Env, task_id: str, drop: int | None = None, actions: list[st
            seed: int = 0, judgments: list[dict[str, int]] | None = None) -> tuple[float, list[Any], dict[str, Any]]:
     """Reset to ``task_id``, play the gold actions (minus ``drop``) then closing messages until the end.
 
-    Returns tau2's reward (nan when the episode did not end or the engine failed), the
+    Returns tau2's reward (the env reward, without rubric shaping; nan when the episode did not end or the engine failed), the
     transitions and the last info; each step's TRCA judgments are appended to ``judgments``."""
     env.reset(seed=seed, options={"task_id": task_id})
     task = env.unwrapped.adapter.task
@@ -41,7 +41,8 @@ def replay(env: gym.Env, task_id: str, drop: int | None = None, actions: list[st
             judgments.append(dict(info["trca"]["judgments"]))
         if done:
             break
-    return (float(reward) if done and not info.get("environment_failure") else float("nan")), \
+    env_reward = info["transition"].env_reward if "transition" in info else 0.0  # tau2's reward, without shaping
+    return (float(env_reward) if done and not info.get("environment_failure") else float("nan")), \
         env.unwrapped.trajectory.transitions, info
 
 

@@ -133,3 +133,19 @@ def test_telecom_device_tools_run_on_the_users_phone(replay_mod):
     f = info["transition"].facts
     assert f.user_tool_calls and f.user_db_changed and f.user_tool_errors == 0
     assert info["trca"]["judgments"]["device_fixed"] == 1 and info["trca"]["judgments"]["device_report"] == 1
+
+
+@pytest.mark.parametrize("domain", ["retail", "airline"])
+def test_tools_declared_read_only_leave_the_database_unchanged(replay_mod, domain):
+    """The adapter fingerprints databases only after write/generic tools: check tau2's declaration."""
+    env = replay_mod.make(domain, hash_reads=True)
+    reads = writes = 0
+    for task_id in env.unwrapped.adapter.task_ids()[:8]:
+        reward, transitions, _ = replay_mod.replay(env, task_id)
+        assert reward == 1.0
+        for t in transitions:
+            if t.facts.call_kind == "tool" and t.facts.tool_type in ("read", "think"):
+                reads += 1
+                assert not t.facts.db_changed and not t.facts.user_db_changed, (task_id, t.facts.tool_name)
+            writes += t.facts.db_changed
+    assert reads > 10 and writes > 0
