@@ -244,8 +244,10 @@ def test_fence_stripping_matches_the_old_pattern(text):
 
 
 def test_fence_stripping_is_correct_on_hostile_text():
-    hostile = "```\n" + "``` " * 8000 + "x"  # the old pattern was quadratic here
+    hostile = "```\n" + "``` " * 8000 + "x"
     assert code_of(hostile) == hostile
+    blank = "```\n" + " " * 32000  # the old pattern backtracked quadratically here (10 s at 32 KB)
+    assert code_of(blank) == blank
     body = "x = '```'\n" * 3000
     assert code_of("```python\n" + body + "```") == body.rstrip("\n")
     assert code_of("```javascript\nx\n```") == "```javascript\nx\n```"

@@ -326,7 +326,8 @@ SONG_SELECTORS = {
     "byartist": (("The Midnight Owls", "Solar Echo", "Paper Lanterns"),
                  lambda p: f"the songs in my Spotify song library by {p}"),
     "inplaylist": (("Road Trip", "Chill Vibes", "Workout"), lambda p: f"the songs in my Spotify playlist \"{p}\""),
-    "longer": ((240, 260, 270), lambda p: f"the songs in my Spotify song library longer than {p} seconds"),
+    # thresholds equal to a song's duration, so "at least" (the slip) differs from "longer than"
+    "longer": ((229, 236, 243), lambda p: f"the songs in my Spotify song library longer than {p} seconds"),
 }
 PLAYLIST_TITLES = ["Evening Mix", "Favorites", "Sunday Morning", "Focus", "Road Songs", "Keepers"]
 
