@@ -43,6 +43,12 @@ class EnvSettings(_Section):
     max_steps: int = Field(3, ge=1, description="step budget per episode")
     tasks: list[str] | None = Field(None, description="task ids to train on (default: all the env offers)")
     num_tasks: int | None = Field(None, ge=1, description="use only the first N task ids")
+    workers: int = Field(0, ge=0, description="0: envs step in the trainer's process; N: N env worker processes "
+                         "(Ray actors, else a local process pool) step all active rollouts concurrently")
+    worker_backend: Literal["auto", "ray", "process"] = Field(
+        "auto", description="'auto': Ray when installed, else a local process pool (docs/scale.md)")
+    worker_timeout_s: float = Field(600.0, gt=0.0, description="a worker call past this ends its rollouts as failed")
+    ray_address: str | None = Field(None, description="Ray cluster address (default: a local Ray instance)")
 
 
 class PromptSettings(_Section):
@@ -58,7 +64,15 @@ class PromptSettings(_Section):
 
 
 class GenerationSettings(_Section):
-    backend: Literal["hf", "vllm"] = "hf"
+    backend: Literal["hf", "vllm", "openai"] = "hf"
+    server_url: str | None = Field(None, description="'openai' backend: the server's base URL (e.g. http://127.0.0.1:8000/v1)")
+    server_model: str = Field("default", description="'openai' backend: the served model name")
+    server_prompt: Literal["text", "ids"] = Field(
+        "text", description="'openai' backend: send prompts as text (llama.cpp) or token ids (vLLM, SGLang)")
+    server_lora: bool = Field(False, description="'openai' backend: load the adapter after each update "
+                              "(vLLM's /v1/load_lora_adapter; unverified)")
+    server_concurrency: int = Field(8, ge=1, description="'openai' backend: requests in flight")
+    server_timeout_s: float = Field(300.0, gt=0.0)
     max_new_tokens: int = Field(64, ge=1)
     temperature: float = Field(1.0, gt=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)

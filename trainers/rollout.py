@@ -154,22 +154,9 @@ class RolloutCollector:
                 timings: RolloutTimings | None = None) -> list[list[Rollout]]:
         """One group of ``group_size`` rollouts per ``(task_id, seed)``."""
         timings = timings or RolloutTimings()
-        live: list[_Live] = []
         t0 = time.perf_counter()
-        for g, (task_id, seed) in enumerate(tasks):
-            for m in range(group_size):
-                env = self.env(len(live))
-                rollout = Rollout(task_id=task_id, seed=seed, group=g, member=m)
-                obs, info = env.reset(seed=seed, options={"task_id": task_id})
-                adapter = getattr(env.unwrapped, "adapter", None)
-                view = EpisodeView(
-                    benchmark=getattr(adapter, "benchmark", type(env.unwrapped).__name__),
-                    instruction=str(info.get("instruction", "")),
-                    initial_observation=obs,
-                    observation=obs,
-                    admissible_actions=info.get("admissible_actions"),
-                )
-                live.append(_Live(rollout, env, view))
+        jobs = [(task_id, seed, g, m) for g, (task_id, seed) in enumerate(tasks) for m in range(group_size)]
+        live = self._start_all(jobs)
         timings.environment += time.perf_counter() - t0
 
         for _ in range(self.max_steps):
@@ -182,10 +169,9 @@ class RolloutCollector:
             t0 = time.perf_counter()
             responses = generator.generate(prompts)
             timings.generation += time.perf_counter() - t0
-            for x, prompt_ids, response_ids in zip(active, prompts, responses, strict=True):
-                timings.prompt_tokens += len(prompt_ids)
-                timings.response_tokens += len(response_ids)
-                self._step(x, prompt_ids, response_ids, timings)
+            timings.prompt_tokens += sum(len(p) for p in prompts)
+            timings.response_tokens += sum(len(r) for r in responses)
+            self._step_all(active, prompts, responses, timings)
         for x in live:
             if not x.done:  # a foreign env that ignores the step budget
                 x.done = True
@@ -194,6 +180,33 @@ class RolloutCollector:
         for x in live:
             groups[x.rollout.group].append(x.rollout)
         return groups
+
+    def _start_all(self, jobs: Sequence[tuple[str, int, int, int]]) -> list[_Live]:
+        """Reset one env per ``(task_id, seed, group, member)``, in order (hook: env workers)."""
+        live: list[_Live] = []
+        for k, (task_id, seed, g, m) in enumerate(jobs):
+            env = self.env(k)
+            obs, info = env.reset(seed=seed, options={"task_id": task_id})
+            live.append(self._live(Rollout(task_id=task_id, seed=seed, group=g, member=m), env, obs, info))
+        return live
+
+    @staticmethod
+    def _live(rollout: Rollout, env: Any, obs: str, info: dict[str, Any]) -> _Live:
+        adapter = getattr(env.unwrapped, "adapter", None)
+        view = EpisodeView(
+            benchmark=getattr(adapter, "benchmark", type(env.unwrapped).__name__),
+            instruction=str(info.get("instruction", "")),
+            initial_observation=obs,
+            observation=obs,
+            admissible_actions=info.get("admissible_actions"),
+        )
+        return _Live(rollout, env, view)
+
+    def _step_all(self, active: Sequence[_Live], prompts: Sequence[list[int]], responses: Sequence[list[int]],
+                  timings: RolloutTimings) -> None:
+        """Step every active rollout with its response, one after the other (hook: env workers)."""
+        for x, prompt_ids, response_ids in zip(active, prompts, responses, strict=True):
+            self._step(x, prompt_ids, response_ids, timings)
 
     def _step(self, x: _Live, prompt_ids: list[int], response_ids: list[int], timings: RolloutTimings) -> None:
         t0 = time.perf_counter()
@@ -210,6 +223,13 @@ class RolloutCollector:
             return
         finally:
             timings.environment += time.perf_counter() - t0
+        self._record(x, prompt_ids, response_ids, text, obs, float(reward), bool(terminated), bool(truncated),
+                     info, timings)
+
+    def _record(self, x: _Live, prompt_ids: list[int], response_ids: list[int], text: str, obs: str,
+                reward: float, terminated: bool, truncated: bool, info: dict[str, Any],
+                timings: RolloutTimings) -> None:
+        """Keep one stepped response as a ``StepSample`` and advance the rollout's view."""
         transition: Transition | None = info.get("transition")
         parsed = transition.action if transition is not None else None
         t0 = time.perf_counter()

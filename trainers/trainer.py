@@ -24,8 +24,9 @@ from rubricgym.credit.estimators import get_estimator
 from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.checkpoint import atomic_write_text, latest_checkpoint, restore_latest, save_checkpoint
 from rubricgym.trainers.config import TrainConfig, dump_config
+from rubricgym.trainers.env_workers import build_collector
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
-from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, available_tasks, make_env_factory
+from rubricgym.trainers.rollout import Rollout, RolloutTimings, available_tasks, make_env_factory
 from rubricgym.trainers.run_files import cut_metrics, load_run_config, read_metrics_lines
 from rubricgym.trainers.update import ppo_update
 from rubricgym.trainers.warmup import collect_demonstrations, has_expert, run_warmup
@@ -106,7 +107,8 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(params, lr=config.algorithm.lr, weight_decay=config.algorithm.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_lambda)
         self.env_fn = env_fn or make_env_factory(config.env)
-        self.collector = RolloutCollector(self.env_fn, self.tokenizer, config.prompt, config.env.max_steps)
+        self.collector = build_collector(config.env, self.env_fn, self.tokenizer, config.prompt, config.env.max_steps,
+                                         env_fn_injected=env_fn is not None)
         self.tasks = available_tasks(self.collector.env(0), config.env)
         self.generator = self._build_generator()
         self.judge = judge if judge is not None else self._build_judge()
@@ -167,6 +169,11 @@ class Trainer:
         gen = self.config.generation
         if gen.backend == "hf":
             return HFGenerator(self.model, self.tokenizer, gen)
+        if gen.backend == "openai":
+            from rubricgym.trainers.generation_server import OpenAIServerGenerator
+
+            return OpenAIServerGenerator(self.tokenizer, gen, self.model, self.run_dir / "server_adapters",
+                                         seed=self.config.run.seed)
         base = getattr(self.model.base_model.model.config, "_name_or_path", "")
         return VLLMGenerator(base, self.tokenizer, gen, self.config.lora.r, self.run_dir / "vllm_adapters",
                              seed=self.config.run.seed)

@@ -1,0 +1,524 @@
+"""Env workers: env instances hosted in other processes, stepped concurrently.
+
+``env.workers: N`` puts the rollouts' envs into N worker processes — Ray actors when Ray is
+installed (``env.worker_backend: ray``, a local instance or ``env.ray_address``), else a local
+process pool (``process``: multiprocessing, spawn). Rollout k lives in worker k mod N; at each
+turn every worker gets one call with all its active rollouts, and the calls run in parallel.
+
+Workers build their envs themselves from the config (``gym.make`` / the factory inside the
+worker) and exchange JSON only: observation text, reward, flags, the transition as
+``Transition`` JSON and the ``info["rubric"]`` record. Nothing is unpickled from a worker's
+answer. A worker that dies (or does not answer within ``env.worker_timeout_s``) ends the
+rollouts it hosted as labelled engine failures (``Rollout.error`` and a truncated last
+transition in the trajectory) and is replaced; the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
+from rubricgym.trainers.config import EnvSettings, PromptSettings
+from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, _Live
+from rubricgym.trainers.tokens import decode_response
+
+log = logging.getLogger(__name__)
+
+WORKER_DIED = "EngineFailure: env worker died"
+
+
+class WorkerDied(RuntimeError):
+    """The worker process ended (or stopped answering) during a call."""
+
+
+# ---- inside a worker -------------------------------------------------------------------
+def _plain(value: Any) -> Any:
+    """JSON-safe copy; numpy scalars become Python numbers, anything else is refused."""
+    return json.loads(json.dumps(value, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    item = getattr(value, "item", None)
+    if callable(item):
+        return item()
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    raise TypeError(f"not JSON data: {type(value).__name__}")
+
+
+def _trajectory_json(env: Any) -> dict[str, Any] | None:
+    traj = getattr(env.unwrapped, "trajectory", None)
+    return traj.model_dump(mode="json") if isinstance(traj, Trajectory) else None
+
+
+class EnvHost:
+    """The envs of one worker, by slot; every request and answer is a JSON string."""
+
+    def __init__(self, settings_json: str):
+        from rubricgym.trainers.rollout import make_env_factory
+
+        self.settings = EnvSettings.model_validate_json(settings_json)
+        self.env_fn = make_env_factory(self.settings)
+        self.envs: dict[int, Any] = {}
+
+    def env(self, slot: int) -> Any:
+        if slot not in self.envs:
+            self.envs[slot] = self.env_fn()
+        return self.envs[slot]
+
+    def handle(self, request: str) -> str:
+        req = json.loads(request)
+        op = req.get("op")
+        if op == "describe":
+            return json.dumps(self.describe())
+        if op == "pid":
+            return json.dumps({"pid": os.getpid()})
+        if op == "close":
+            self.close()
+            return json.dumps({"closed": True})
+        if op not in ("reset", "step"):
+            return json.dumps({"error": f"unknown op {op!r}"})
+        out = []
+        for item in req.get("items", []):
+            try:
+                answer = self._reset(item) if op == "reset" else self._step(item)
+                out.append(_plain(answer))
+            except Exception as exc:  # an engine error is this rollout's, never the worker's end
+                log.exception("env %s failed in a worker", op)
+                env = self.envs.get(int(item.get("slot", -1)))
+                out.append({"error": f"{type(exc).__name__}: {exc}",
+                            "trajectory": _trajectory_json(env) if env is not None else None})
+        return json.dumps(out)
+
+    def describe(self) -> dict[str, Any]:
+        from rubricgym.trainers.warmup import has_expert
+
+        env = self.env(0)
+        adapter = getattr(env.unwrapped, "adapter", None)
+        return {"benchmark": getattr(adapter, "benchmark", type(env.unwrapped).__name__),
+                "task_ids": list(adapter.task_ids()) if adapter is not None else None,
+                "has_expert": has_expert(env)}
+
+    def _reset(self, item: dict[str, Any]) -> dict[str, Any]:
+        env = self.env(int(item["slot"]))
+        obs, info = env.reset(seed=item["seed"], options={"task_id": item["task_id"]})
+        return {"observation": obs, "instruction": str(info.get("instruction", "")),
+                "admissible_actions": info.get("admissible_actions"), "trajectory": _trajectory_json(env)}
+
+    def _step(self, item: dict[str, Any]) -> dict[str, Any]:
+        env = self.env(int(item["slot"]))
+        obs, reward, terminated, truncated, info = env.step(item["action"])
+        transition = info.get("transition")
+        done = bool(terminated or truncated)
+        return {"observation": obs, "reward": float(reward), "terminated": bool(terminated),
+                "truncated": bool(truncated),
+                "transition": transition.model_dump(mode="json") if isinstance(transition, Transition) else None,
+                "rubric": info.get("rubric"), "has_rubric": "rubric" in info,
+                "admissible_actions": info.get("admissible_actions"),
+                "trajectory": _trajectory_json(env) if done else None}
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            try:
+                env.close()
+            except Exception:
+                log.exception("closing an env in a worker failed")
+        self.envs = {}
+
+
+def _process_main(conn: Any, settings_json: str) -> None:
+    """The process-pool worker: answer JSON requests until told to close or the pipe ends."""
+    host = EnvHost(settings_json)
+    try:
+        while True:
+            try:
+                request = conn.recv_bytes().decode("utf-8")
+            except (EOFError, OSError):
+                break
+            conn.send_bytes(host.handle(request).encode("utf-8"))
+            if json.loads(request).get("op") == "close":
+                break
+    finally:
+        host.close()
+
+
+# ---- on the trainer's side ---------------------------------------------------------------
+class Pending(Protocol):
+    def result(self, timeout: float) -> str: ...
+
+
+class EnvWorker(Protocol):
+    name: str
+
+    def submit(self, request: str) -> Pending: ...
+
+    def kill(self) -> None: ...
+
+    def close(self, timeout: float) -> None: ...
+
+
+class _ProcessPending:
+    def __init__(self, worker: ProcessWorker):
+        self.worker = worker
+
+    def result(self, timeout: float) -> str:
+        w = self.worker
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if w.conn.poll(0.05):
+                    return w.conn.recv_bytes().decode("utf-8")
+            except (EOFError, OSError) as exc:
+                raise WorkerDied(f"{w.name}: pipe closed ({type(exc).__name__})") from exc
+            if not w.proc.is_alive():
+                raise WorkerDied(f"{w.name}: process exited with code {w.proc.exitcode}")
+            if time.monotonic() > deadline:
+                w.kill()
+                raise WorkerDied(f"{w.name}: no answer within {timeout:.0f} s (killed)")
+
+
+class ProcessWorker:
+    """One spawned process hosting an ``EnvHost``; requests and answers are JSON bytes."""
+
+    def __init__(self, settings_json: str, index: int):
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_process_main, args=(child, settings_json), daemon=True,
+                                name=f"rubricgym-env-worker-{index}")
+        self.proc.start()
+        child.close()
+        self.name = f"process worker {index} (pid {self.proc.pid})"
+
+    def submit(self, request: str) -> _ProcessPending:
+        try:
+            self.conn.send_bytes(request.encode("utf-8"))
+        except (BrokenPipeError, OSError):
+            pass  # the answer's wait reports the dead process
+        return _ProcessPending(self)
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=10)
+
+    def close(self, timeout: float) -> None:
+        try:
+            if self.proc.is_alive():
+                self.submit(json.dumps({"op": "close"})).result(timeout)
+        except WorkerDied:
+            pass
+        self.proc.join(timeout=timeout)
+        if self.proc.is_alive():
+            self.kill()
+        self.conn.close()
+
+
+_RAY_ACTOR: Any = None
+
+
+def _ray_actor_class() -> Any:
+    global _RAY_ACTOR
+    if _RAY_ACTOR is None:
+        import ray
+
+        @ray.remote(max_restarts=0, max_task_retries=0)
+        class EnvActor:
+            def __init__(self, settings_json: str):
+                self.host = EnvHost(settings_json)
+
+            def handle(self, request: str) -> str:
+                return self.host.handle(request)
+
+        _RAY_ACTOR = EnvActor
+    return _RAY_ACTOR
+
+
+class _RayPending:
+    def __init__(self, worker: RayWorker, ref: Any):
+        self.worker, self.ref = worker, ref
+
+    def result(self, timeout: float) -> str:
+        import ray
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        try:
+            return str(ray.get(self.ref, timeout=timeout))
+        except RayActorError as exc:  # ActorDiedError and its kin
+            raise WorkerDied(f"{self.worker.name}: {type(exc).__name__}") from exc
+        except GetTimeoutError as exc:
+            self.worker.kill()
+            raise WorkerDied(f"{self.worker.name}: no answer within {timeout:.0f} s (killed)") from exc
+
+
+class RayWorker:
+    """One Ray actor hosting an ``EnvHost`` (on this machine or anywhere in the Ray cluster)."""
+
+    def __init__(self, settings_json: str, index: int, num_cpus: float = 1.0):
+        self.actor = _ray_actor_class().options(num_cpus=num_cpus).remote(settings_json)
+        self.name = f"ray worker {index}"
+
+    def submit(self, request: str) -> _RayPending:
+        return _RayPending(self, self.actor.handle.remote(request))
+
+    def kill(self) -> None:
+        import ray
+
+        ray.kill(self.actor, no_restart=True)
+
+    def close(self, timeout: float) -> None:
+        try:
+            self.submit(json.dumps({"op": "close"})).result(timeout)
+        except WorkerDied:
+            pass
+        self.kill()
+
+
+def ray_available() -> bool:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def ensure_ray(address: str | None, num_cpus: int | None = None) -> None:
+    """Connect to ``address`` or start a local Ray instance (once per process)."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(num_cpus=num_cpus or max(2, os.cpu_count() or 1), include_dashboard=False, log_to_driver=False)
+
+
+class WorkerPool:
+    """N env workers of one backend; a dead worker is replaced by a fresh one."""
+
+    def __init__(self, settings: EnvSettings, workers: int | None = None, backend: str | None = None):
+        self.settings = settings
+        self.size = workers or settings.workers
+        if self.size < 1:
+            raise ValueError("a WorkerPool needs at least one worker (env.workers >= 1)")
+        backend = backend or settings.worker_backend
+        if backend == "auto":
+            backend = "ray" if ray_available() else "process"
+        if backend == "ray":
+            if not ray_available():
+                raise RuntimeError("env.worker_backend='ray' needs Ray: pip install 'rubricgym[ray]' "
+                                   "(or env.worker_backend='process')")
+            ensure_ray(settings.ray_address, num_cpus=max(self.size, 2))
+        self.backend = backend
+        # the worker builds its env from the settings alone; it never runs more than one at a time
+        self.settings_json = settings.model_copy(update={"workers": 0}).model_dump_json()
+        self.started = 0
+        self.replaced = 0
+        self.workers: list[EnvWorker] = [self._new(i) for i in range(self.size)]
+
+    def _new(self, index: int) -> EnvWorker:
+        self.started += 1
+        if self.backend == "ray":
+            return RayWorker(self.settings_json, index)
+        return ProcessWorker(self.settings_json, index)
+
+    def worker_of(self, slot: int) -> int:
+        return slot % self.size
+
+    def replace(self, index: int) -> None:
+        old = self.workers[index]
+        try:
+            old.kill()
+        except Exception:
+            log.exception("killing %s failed", old.name)
+        self.workers[index] = self._new(index)
+        self.replaced += 1
+        log.warning("env worker %s died; replaced (%d replacements so far)", old.name, self.replaced)
+
+    def call(self, op: str, items: Sequence[dict[str, Any]]) -> list[dict[str, Any] | WorkerDied]:
+        """One request per worker with its items (in parallel); answers in item order.
+
+        Items of a worker that died get its ``WorkerDied``; the worker is replaced."""
+        by_worker: dict[int, list[int]] = {}
+        for k, item in enumerate(items):
+            by_worker.setdefault(self.worker_of(int(item["slot"])), []).append(k)
+        pending = {w: self.workers[w].submit(json.dumps({"op": op, "items": [items[k] for k in ks]}))
+                   for w, ks in by_worker.items()}
+        out: list[Any] = [None] * len(items)
+        deadline = time.monotonic() + self.settings.worker_timeout_s
+        for w, ks in by_worker.items():
+            try:
+                answers = json.loads(pending[w].result(max(0.1, deadline - time.monotonic())))
+                if not isinstance(answers, list) or len(answers) != len(ks):
+                    raise WorkerDied(f"{self.workers[w].name}: malformed answer")
+            except WorkerDied as exc:
+                self.replace(w)
+                answers = [exc] * len(ks)
+            for k, answer in zip(ks, answers, strict=True):
+                out[k] = answer
+        return out
+
+    def request(self, index: int, op: str) -> dict[str, Any]:
+        """A single request to one worker (describe, pid)."""
+        try:
+            return json.loads(self.workers[index].submit(json.dumps({"op": op})).result(self.settings.worker_timeout_s))
+        except WorkerDied:
+            self.replace(index)
+            raise
+
+    def close(self) -> None:
+        for w in self.workers:
+            try:
+                w.close(timeout=30)
+            except Exception:
+                log.exception("closing %s failed", w.name)
+        self.workers = []
+
+
+# ---- the collector ---------------------------------------------------------------------------
+@dataclass
+class AdapterSummary:
+    """What the trainer reads from a local adapter, answered by a worker."""
+
+    benchmark: str
+    ids: list[str] | None
+    has_expert: bool = False
+
+    def task_ids(self) -> list[str]:
+        if self.ids is None:
+            raise ValueError("this env exposes no adapter.task_ids(): set env.tasks in the config")
+        return list(self.ids)
+
+
+@dataclass
+class RemoteEnv:
+    """The trainer-side view of one env slot in a worker: its adapter summary and the
+    episode's trajectory, kept up to date from the worker's answers."""
+
+    slot: int
+    adapter: AdapterSummary
+    trajectory: Trajectory | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def unwrapped(self) -> RemoteEnv:
+        return self
+
+
+class WorkerRolloutCollector(RolloutCollector):
+    """``RolloutCollector`` whose envs live in a ``WorkerPool``: same lockstep episodes, the
+    resets and steps of a turn run concurrently across workers."""
+
+    def __init__(self, settings: EnvSettings, tokenizer: Any, prompt: PromptSettings, max_steps: int,
+                 pool: WorkerPool | None = None):
+        super().__init__(lambda: None, tokenizer, prompt, max_steps)  # type: ignore[arg-type,return-value]
+        self.settings = settings
+        self.pool = pool or WorkerPool(settings)
+        info = self.pool.request(0, "describe")
+        self.summary = AdapterSummary(info["benchmark"], info["task_ids"], bool(info["has_expert"]))
+        self.remote: dict[int, RemoteEnv] = {}
+
+    def env(self, k: int) -> RemoteEnv:  # type: ignore[override]
+        if k not in self.remote:
+            self.remote[k] = RemoteEnv(k, self.summary)
+        return self.remote[k]
+
+    def close(self) -> None:
+        self.pool.close()
+        self.remote = {}
+
+    def _start_all(self, jobs: Sequence[tuple[str, int, int, int]]) -> list[_Live]:
+        items = [{"slot": k, "seed": seed, "task_id": task_id} for k, (task_id, seed, _, _) in enumerate(jobs)]
+        answers = self.pool.call("reset", items)
+        live: list[_Live] = []
+        for k, ((task_id, seed, g, m), answer) in enumerate(zip(jobs, answers, strict=True)):
+            env = self.env(k)
+            rollout = Rollout(task_id=task_id, seed=seed, group=g, member=m)
+            failure = _failure_text(answer)
+            if failure is not None:
+                env.trajectory = _trajectory(answer)
+                x = self._live(rollout, env, "", {})
+                self._fail(x, failure, text=None)
+            else:
+                assert isinstance(answer, dict)
+                env.trajectory = _trajectory(answer)
+                x = self._live(rollout, env, answer["observation"], answer)
+            live.append(x)
+        return live
+
+    def _step_all(self, active: Sequence[_Live], prompts: Sequence[list[int]], responses: Sequence[list[int]],
+                  timings: RolloutTimings) -> None:
+        t0 = time.perf_counter()
+        texts = [decode_response(self.tokenizer, r) for r in responses]
+        timings.tokenization += time.perf_counter() - t0
+        if len(texts) != len(active) or len(prompts) != len(active):
+            raise ValueError(f"{len(active)} active rollouts but {len(prompts)} prompts / {len(texts)} responses")
+        t0 = time.perf_counter()
+        answers = self.pool.call("step", [{"slot": x.env.slot, "action": t} for x, t in zip(active, texts)])
+        timings.environment += time.perf_counter() - t0
+        for x, prompt_ids, response_ids, text, answer in zip(active, prompts, responses, texts, answers, strict=True):
+            failure = _failure_text(answer)
+            if failure is not None:
+                self._fail(x, failure, text)
+                continue
+            assert isinstance(answer, dict)
+            env: RemoteEnv = x.env
+            transition = Transition.model_validate(answer["transition"]) if answer["transition"] else None
+            if answer["trajectory"] is not None:
+                env.trajectory = Trajectory.model_validate(answer["trajectory"])
+            elif env.trajectory is not None and transition is not None:
+                env.trajectory.transitions.append(transition.model_copy(deep=True))
+            info: dict[str, Any] = {"admissible_actions": answer["admissible_actions"]}
+            if transition is not None:
+                info["transition"] = transition
+            if answer.get("has_rubric"):
+                info["rubric"] = answer["rubric"]
+            self._record(x, prompt_ids, response_ids, text, answer["observation"], float(answer["reward"]),
+                         bool(answer["terminated"]), bool(answer["truncated"]), info, timings)
+
+    def _fail(self, x: _Live, failure: str, text: str | None) -> None:
+        """End the rollout as a labelled failure; when its worker died, the trajectory gets
+        a truncated last transition for the response that was never stepped."""
+        env: RemoteEnv = x.env
+        x.rollout.error = failure
+        x.done = True
+        if failure.startswith(WORKER_DIED) and env.trajectory is not None and text is not None:
+            traj = env.trajectory
+            traj.transitions.append(Transition(
+                benchmark=traj.benchmark, step=len(traj.transitions), response=text,
+                action=ParsedAction(ok=False, detail="not stepped: the env worker died"),
+                observation="", facts=Facts(parsed=False, episode_done=True), truncated=True, error=failure))
+        x.rollout.trajectory = env.trajectory
+        log.warning("rollout of task %s ended: %s", x.rollout.task_id, failure)
+
+
+def _failure_text(answer: Any) -> str | None:
+    if isinstance(answer, WorkerDied):
+        return f"{WORKER_DIED}: {answer}"
+    if isinstance(answer, dict) and "error" in answer:
+        return str(answer["error"])
+    return None
+
+
+def _trajectory(answer: Any) -> Trajectory | None:
+    if isinstance(answer, dict) and answer.get("trajectory"):
+        return Trajectory.model_validate(answer["trajectory"])
+    return None
+
+
+def build_collector(settings: EnvSettings, env_fn: Any, tokenizer: Any, prompt: PromptSettings, max_steps: int,
+                    env_fn_injected: bool = False) -> RolloutCollector:
+    """The trainer's collector: in-process envs, or ``env.workers`` workers."""
+    if settings.workers <= 0:
+        return RolloutCollector(env_fn, tokenizer, prompt, max_steps)
+    if env_fn_injected:
+        raise ValueError("env.workers needs env.id or env.factory (workers build their own envs); "
+                         "an env_fn passed to the Trainer runs in-process: set env.workers=0")
+    return WorkerRolloutCollector(settings, tokenizer, prompt, max_steps)
