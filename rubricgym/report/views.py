@@ -297,7 +297,8 @@ def group_view(key: str, title: str, trajectories: Sequence[Trajectory], setting
                     s.advantage = s.a_e + s.a_s
     values = [abs(s.advantage) for r in rollouts for s in r.steps if s.advantage is not None]
     values += [abs(t.advantage) for r in rollouts for s in r.steps for t in s.tokens or [] if t.advantage is not None]
-    return GroupView(key=key, title=title, instruction=excerpt(trajectories[0].instruction if trajectories else "", 600),
+    instruction = excerpt(trajectories[0].instruction if trajectories else "", 600)
+    return GroupView(key=key, title=title, instruction=instruction,
                      rollouts=rollouts, credit_note=note, advantage_source=source,
                      max_abs_advantage=max(values, default=0.0))
 

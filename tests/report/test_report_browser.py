@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from report_browser import open_report
-from report_helpers import HTML, SCRIPT, dump, heat_cells, page_facts, step_rows, stored_advantages, write
+from report_helpers import (HTML, SCRIPT, dump, heat_cells, page_facts, step_rows, store_advantages,
+                            stored_advantages, write)
 from requirements_guard import need_path
 
 from rubricgym.report import build_report, write_report
@@ -81,7 +82,6 @@ def test_appworld_trajectories_in_chromium(browser, tmp_path):
 
     import rubricgym  # noqa: F401
     from rubricgym.adapters.appworld.tasks import load_catalog
-    from report_helpers import store_advantages
 
     env = gym.make("AppWorld-Rubric-v0")
     group = []
