@@ -117,6 +117,12 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, RuntimeError, ValueError, ImportError, NotImplementedError) as exc:
         print(f"rubricgym train: cannot start: {exc}", file=sys.stderr)
         return 2
+    if args.resume and trainer.iteration >= config.run.iterations:  # nothing left: say so, train nothing
+        trainer.close()
+        print(f"rubricgym train: {args.resume} is already complete ({trainer.iteration}/{config.run.iterations} "
+              "iterations); to train longer: --resume RUN_DIR --iterations N with N > "
+              f"{config.run.iterations}")
+        return 0
     print(f"rubricgym train: {config.model.name} on {config.env.id if not config.env.factory else config.env.factory} "
           f"({len(trainer.tasks)} tasks, device {trainer.device}), advantage '{config.algorithm.advantage}', "
           f"{config.algorithm.tasks_per_iteration} tasks x G={config.algorithm.group_size}, "

@@ -130,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
         judge.ledger.write(ledger_path)
     total = judge.ledger.summary()["total"]
     print(f"wrote {out} and {ledger_path}: {len(lines)}/{len(groups)} groups, {total['calls']} calls, "
-          f"{total['cache_hits']} cache hits, {total['prompt_tokens']}+{total['completion_tokens']} tokens, "
+          f"{total['cache_hits']} cache hits, {total['prompt_tokens']}+{total['completion_tokens']} tokens "
+          f"(${total['cost_usd']:.4f} at RUBRICGYM_JUDGE_PRICE_*_PER_MTOK), "
           f"{unanswered}/{verdicts} verdicts unanswered")
     if failed:
         print(f"rubricgym judge: {failed} group(s) could not be scored (see 'error' in the results)", file=sys.stderr)

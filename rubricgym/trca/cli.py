@@ -84,7 +84,7 @@ class CliError(Exception):
 def resolve_library(arg: str) -> Path:
     """A library file path, or a shipped library by file name, benchmark name or env id."""
     path = Path(arg)
-    if path.exists() or os.sep in arg or arg.endswith((".yaml", ".yml")):
+    if path.exists() or os.sep in arg:
         return path
     from rubricgym.operator_libraries import library_path
 
