@@ -1,0 +1,115 @@
+"""Env-worker throughput, measured in one run: the same lockstep rollouts (scripted responses,
+no model, so the engines' time is what is measured) with the envs in the trainer's process,
+in 1 worker and in 2 workers; env steps per second and the ratios.
+
+    .venv/bin/python benchmarks/env_workers_speed.py [--backend process|ray] [--json OUT]
+
+Worker start-up and env construction are excluded (one untimed warm-up round builds every
+env); each timed round resets and plays tasks x group_size rollouts to ``--max-steps``.
+The speed-up is bounded by the free CPU cores: on a shared 2-core machine expect well
+under 2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+TEXTS = ["<action>look</action>", "<action>inventory</action>", "<action>go to desk 1</action>",
+         "<action>open drawer 1</action>", "<action>go to shelf 1</action>", "<action>examine shelf 1</action>"]
+
+
+class CyclingScript:
+    """Rollout i at turn t answers ``TEXTS[(t + i) % n]``; counts the responses it gave."""
+
+    def __init__(self, tok: Any):
+        self.tok, self.turn, self.steps = tok, 0, 0
+        self.ids = [tok(t, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for t in TEXTS]
+
+    def generate(self, prompts: list[list[int]]) -> list[list[int]]:
+        out = [self.ids[(self.turn + i) % len(self.ids)] for i in range(len(prompts))]
+        self.turn += 1
+        self.steps += len(prompts)
+        return out
+
+    def sync_weights(self, model: Any, iteration: int) -> None:
+        pass
+
+
+def measure(collector: Any, tok: Any, tasks: list[tuple[str, int]], group_size: int, rounds: int) -> dict[str, float]:
+    from rubricgym.trainers.rollout import RolloutTimings
+
+    collector.collect(CyclingScript(tok), tasks, group_size, RolloutTimings())  # builds every env (untimed)
+    steps, seconds, errors = 0, 0.0, 0
+    for _ in range(rounds):
+        script = CyclingScript(tok)
+        t0 = time.perf_counter()
+        groups = collector.collect(script, tasks, group_size, RolloutTimings())
+        seconds += time.perf_counter() - t0
+        steps += script.steps
+        errors += sum(r.error is not None for g in groups for r in g)
+    return {"env_steps": steps, "seconds": seconds, "steps_per_s": steps / seconds, "rollout_errors": errors}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--env-id", default="ALFWorld-Rubric-v0")
+    ap.add_argument("--backend", choices=["process", "ray"], default="process")
+    ap.add_argument("--tasks", type=int, default=2)
+    ap.add_argument("--group-size", type=int, default=4)
+    ap.add_argument("--max-steps", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", dest="out", default=None, help="write the result here (JSON)")
+    args = ap.parse_args(argv)
+
+    from rubricgym.models import build_tiny_model
+    from rubricgym.trainers.config import EnvSettings, PromptSettings
+    from rubricgym.trainers.env_workers import build_collector, ensure_ray
+    from rubricgym.trainers.rollout import RolloutCollector, make_env_factory
+
+    _, tok = build_tiny_model(0)
+    prompt = PromptSettings()
+    settings = EnvSettings(id=args.env_id, max_steps=args.max_steps)
+    local = RolloutCollector(make_env_factory(settings), tok, prompt, args.max_steps)
+    names = list(local.env(0).unwrapped.adapter.task_ids())
+    tasks = [(names[k % len(names)], 100 + k) for k in range(args.tasks)]
+    results: dict[str, Any] = {}
+    try:
+        results["in_process"] = measure(local, tok, tasks, args.group_size, args.rounds)
+    finally:
+        local.close()
+    if args.backend == "ray":
+        ensure_ray(None, num_cpus=2)
+    for n in (1, 2):
+        collector = build_collector(settings.model_copy(update={"workers": n, "worker_backend": args.backend}),
+                                    None, tok, prompt, args.max_steps)
+        try:
+            results[f"workers_{n}"] = measure(collector, tok, tasks, args.group_size, args.rounds)
+        finally:
+            collector.close()
+    one, two = results["workers_1"]["steps_per_s"], results["workers_2"]["steps_per_s"]
+    out = {
+        "benchmark": "env_workers_speed",
+        "env_id": args.env_id, "backend": args.backend, "tasks": args.tasks, "group_size": args.group_size,
+        "max_steps": args.max_steps, "rounds": args.rounds,
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                    "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None},
+        "results": results,
+        "ratio_2_workers_vs_1": two / one,
+        "ratio_1_worker_vs_in_process": one / results["in_process"]["steps_per_s"],
+        "ratio_2_workers_vs_in_process": two / results["in_process"]["steps_per_s"],
+    }
+    print(json.dumps(out, indent=2))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+if __name__ == "__main__":
+    main()
