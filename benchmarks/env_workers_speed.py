@@ -67,10 +67,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--json", dest="out", default=None, help="write the result here (JSON)")
     args = ap.parse_args(argv)
 
-    from rubricgym.models import build_tiny_model
     from rubricgym.trainers.config import EnvSettings, PromptSettings
     from rubricgym.trainers.env_workers import build_collector, ensure_ray
     from rubricgym.trainers.rollout import RolloutCollector, make_env_factory
+
+    from rubricgym.models import build_tiny_model
 
     _, tok = build_tiny_model(0)
     prompt = PromptSettings()

@@ -35,10 +35,9 @@ CORRECT = "<action>apple</action>"
 def word_prompts(tok: Any, tasks: int) -> list[list[int]]:
     """The first-step prompt of each word task, as the rubricgym trainer renders it."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from trainer.word_env import make_word_env
-
     from rubricgym.trainers.config import PromptSettings
     from rubricgym.trainers.prompts import EpisodeView, render_prompt
+    from trainer.word_env import make_word_env
 
     env = make_word_env(max_steps=1, num_tasks=tasks)
     out = []
@@ -99,21 +98,21 @@ def run_trl(args: argparse.Namespace, out_dir: Path, prompt_texts: list[str]) ->
     def reward(completions: list[str], **_: Any) -> list[float]:
         return [1.0 if CORRECT in c else 0.0 for c in completions]
 
-    class Timed(GRPOTrainer):
-        gen_s: list[float] = []
-        gen_tokens: list[int] = []
-        upd_tokens: list[int] = []
+    gen_s: list[float] = []
+    gen_tokens: list[int] = []
+    upd_tokens: list[int] = []
 
+    class Timed(GRPOTrainer):
         def _generate(self, prompts: list) -> Any:
             t0 = time.perf_counter()
             out = super()._generate(prompts)
-            self.gen_s.append(time.perf_counter() - t0)
+            gen_s.append(time.perf_counter() - t0)
             return out
 
         def _generate_and_score_completions(self, inputs: Any) -> Any:
             out = super()._generate_and_score_completions(inputs)
-            self.gen_tokens.append(int(out["completion_mask"].sum()))
-            self.upd_tokens.append(int(out["completion_mask"].sum() + out["prompt_mask"].sum()))
+            gen_tokens.append(int(out["completion_mask"].sum()))
+            upd_tokens.append(int(out["completion_mask"].sum() + out["prompt_mask"].sum()))
             return out
 
     class StepClock(TrainerCallback):
@@ -144,13 +143,13 @@ def run_trl(args: argparse.Namespace, out_dir: Path, prompt_texts: list[str]) ->
     trainer.train()
     torch.set_num_threads(args.threads)
     k = 1 if len(clock.walls) > 1 else 0
-    gen_s = sum(trainer.gen_s[k:])
-    upd_s = sum(w - g for w, g in zip(clock.walls[k:], trainer.gen_s[k:]))
-    gen_tokens = sum(trainer.gen_tokens[k:])
-    upd_tokens = sum(trainer.upd_tokens[k:])
+    generate_s = sum(gen_s[k:])
+    upd_s = sum(w - g for w, g in zip(clock.walls[k:], gen_s[k:]))
+    generated = sum(gen_tokens[k:])
+    updated = sum(upd_tokens[k:])
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
-    return {"generation_tokens": gen_tokens, "generation_s": gen_s, "generation_tok_s": gen_tokens / gen_s,
-            "update_tokens": upd_tokens, "update_s": upd_s, "update_tok_s": upd_tokens / upd_s,
+    return {"generation_tokens": generated, "generation_s": generate_s, "generation_tok_s": generated / generate_s,
+            "update_tokens": updated, "update_s": upd_s, "update_tok_s": updated / upd_s,
             "steps_timed": len(clock.walls) - k, "reward_mean": sum(rewards) / len(rewards) if rewards else None}
 
 

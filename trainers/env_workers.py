@@ -15,6 +15,7 @@ transition in the trajectory) and is replaced; the run goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import multiprocessing
@@ -24,10 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.trainers.config import EnvSettings, PromptSettings
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, _Live
 from rubricgym.trainers.tokens import decode_response
+
+from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
+from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +105,12 @@ class EnvHost:
 
         env = self.env(0)
         adapter = getattr(env.unwrapped, "adapter", None)
+        grammar = getattr(adapter, "grammar", None)
         return {"benchmark": getattr(adapter, "benchmark", type(env.unwrapped).__name__),
                 "task_ids": list(adapter.task_ids()) if adapter is not None else None,
-                "has_expert": has_expert(env)}
+                "has_expert": has_expert(env),
+                "grammar": {f.name: getattr(grammar, f.name) for f in dataclasses.fields(grammar) if f.init}
+                if isinstance(grammar, TagGrammar) else None}
 
     def _reset(self, item: dict[str, Any]) -> dict[str, Any]:
         env = self.env(int(item["slot"]))
@@ -390,6 +396,7 @@ class AdapterSummary:
     benchmark: str
     ids: list[str] | None
     has_expert: bool = False
+    grammar: TagGrammar = ACTION_GRAMMAR  # the prompt's action format
 
     def task_ids(self) -> list[str]:
         if self.ids is None:
@@ -422,7 +429,11 @@ class WorkerRolloutCollector(RolloutCollector):
         self.settings = settings
         self.pool = pool or WorkerPool(settings)
         info = self.pool.request(0, "describe")
-        self.summary = AdapterSummary(info["benchmark"], info["task_ids"], bool(info["has_expert"]))
+        grammar = info.get("grammar")
+        if grammar is not None:
+            grammar = TagGrammar(**{k: tuple(v) if isinstance(v, list) else v for k, v in grammar.items()})
+        self.summary = AdapterSummary(info["benchmark"], info["task_ids"], bool(info["has_expert"]),
+                                      grammar or ACTION_GRAMMAR)
         self.remote: dict[int, RemoteEnv] = {}
 
     def env(self, k: int) -> RemoteEnv:  # type: ignore[override]

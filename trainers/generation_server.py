@@ -29,7 +29,6 @@ from typing import Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict
-
 from rubricgym.trainers.config import GenerationSettings
 from rubricgym.trainers.generation import cut_response, stop_token_ids
 
@@ -89,7 +88,7 @@ class OpenAIServerGenerator:
         self.tokenizer = tokenizer
         self.settings = settings
         self.base_url = settings.server_url.rstrip("/")
-        self.root_url = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+        self.root_url = self.base_url.removesuffix("/v1")
         self.model_name = settings.server_model
         self.stops = stop_token_ids(tokenizer, model)
         self.adapter_dir = Path(adapter_dir) if adapter_dir else None

@@ -9,11 +9,11 @@ import signal
 
 import pytest
 from requirements_guard import need
+from rubricgym.trainers.config import EnvSettings, PromptSettings, load_config
+from rubricgym.trainers.env_workers import WORKER_DIED, WorkerRolloutCollector, build_collector
+from rubricgym.trainers.rollout import RolloutCollector, RolloutTimings, make_env_factory
 
 from rubricgym.models import build_tiny_model
-from rubricgym.trainers.config import EnvSettings, PromptSettings, load_config
-from rubricgym.trainers.env_workers import WORKER_DIED, WorkerPool, WorkerRolloutCollector, build_collector
-from rubricgym.trainers.rollout import RolloutCollector, RolloutTimings, make_env_factory
 
 WORD_FACTORY = "trainer.word_env:make_word_env"
 
@@ -77,6 +77,7 @@ def test_process_pool_gives_the_in_process_trajectories_on_the_word_env():
     try:
         got, remote_policy = collect(remote, tok, WORD_TEXTS, tasks, 3)
         assert remote.summary.task_ids() == ["pick-0", "pick-1"]
+        assert remote.summary.grammar == make_env_factory(settings)().unwrapped.adapter.grammar  # the prompt's format
         pids = {remote.pool.request(i, "pid")["pid"] for i in range(2)}
     finally:
         remote.close()

@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 import torch
 from requirements_guard import need_path
-
-from rubricgym.models import build_tiny_model
 from rubricgym.trainers.config import GenerationSettings
 from rubricgym.trainers.generation_server import OpenAIServerGenerator, ServerGenerationError
+
+from rubricgym.models import build_tiny_model
 
 REPO = Path(__file__).resolve().parents[2]
 LLAMA_PYTHON = REPO / ".venvs" / "llama" / "bin" / "python"
@@ -126,10 +126,11 @@ def test_a_server_without_logprobs_is_a_clear_error():
 @pytest.mark.timeout(1800)
 def test_llama_server_samples_rescored_by_the_training_forward_pass(tmp_path):
     need_path(LLAMA_PYTHON, "make setup builds the llama.cpp server venv (mk/judge.mk)")
-    from rubricgym.llm_server import LocalLLMServer
-    from rubricgym.models import load_smollm2
     from rubricgym.trainers.rollout import StepSample
     from rubricgym.trainers.update import collate, response_logprobs
+
+    from rubricgym.llm_server import LocalLLMServer
+    from rubricgym.models import load_smollm2
 
     model, tok = load_smollm2("cpu")
     model.eval()
