@@ -22,7 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Self
 
 HOST = "127.0.0.1"
 MODEL_ALIAS = "smollm2"
@@ -61,6 +61,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: the kernel sends SIGTERM when the parent dies, so a killed
+    script never leaves a server holding the CPU (Linux ``prctl(PR_SET_PDEATHSIG)``)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 class LocalLLMServer:
     """The llama.cpp server process on 127.0.0.1; ``stop()`` (or leaving the ``with``) ends it."""
 
@@ -89,9 +100,10 @@ class LocalLLMServer:
         return {"RUBRICGYM_JUDGE_BASE_URL": self.base_url, "RUBRICGYM_JUDGE_MODEL": MODEL_ALIAS,
                 "RUBRICGYM_JUDGE_RESPONSE_FORMAT": RESPONSE_FORMAT}
 
-    def start(self) -> LocalLLMServer:
+    def start(self) -> Self:
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         preexec_fn=_die_with_parent if sys.platform == "linux" else None)  # noqa: PLW1509 (only prctl, no locks)
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -115,10 +127,10 @@ class LocalLLMServer:
                 self.proc.kill()
                 self.proc.wait()
 
-    def __enter__(self) -> LocalLLMServer:
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from rubricgym.trca.library import read_library_file
 
-LIBRARY_HELP = "operator library: a YAML file, or a shipped library by name (e.g. alfworld) or env id"
+LIBRARY_HELP = "operator library: a YAML file, or the shipped one by benchmark name or env id"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -258,7 +258,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _record(args: argparse.Namespace) -> int:
     from rubricgym.contract import save_jsonl
-    from rubricgym.registration import BenchmarkNotInstalled, UnknownBenchmark
+    from rubricgym.registration import BenchmarkNotInstalled
     from rubricgym.trca.recording import record_episodes
 
     def progress(n: int, total: int, trajectory: Any) -> None:

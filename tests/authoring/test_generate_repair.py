@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 from requirements_guard import need
+from rubricgym.operator_libraries import library_path
 from scripted_llm import ScriptedLLM
 
 from rubricgym.cli import main
-from rubricgym.operator_libraries import library_path
 from rubricgym.registration import get_spec
 from rubricgym.trca import load_library
 
