@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 from rubricgym.trainers.config import PromptSettings
 
 
@@ -36,34 +37,41 @@ class EpisodeView:
     observation: str
     admissible_actions: list[str] | None = None
     history: list[PastStep] = field(default_factory=list)
+    grammar: TagGrammar = ACTION_GRAMMAR  # the env's action format (what the instruction asks for)
 
     @property
     def step(self) -> int:
         return len(self.history)
 
 
-FORMAT_INSTRUCTION = (
-    "Now it's your turn to take an action. You should first reason step-by-step about the current "
-    "situation. This reasoning process MUST be enclosed within <think> </think> tags. Once you've "
-    "finished your reasoning, you should choose an admissible action for current step and present it "
-    "within <action> </action> tags."
-)
+def format_instruction(grammar: TagGrammar = ACTION_GRAMMAR) -> str:
+    """The paper's instruction, for the env's grammar (for ``<think>``/``<action>`` it is the
+    paper's text word for word)."""
+    think = (f" This reasoning process MUST be enclosed within <{grammar.reasoning_tag}> </{grammar.reasoning_tag}> "
+             "tags. Once you've finished your reasoning, you" if grammar.reasoning_tag else " Then you")
+    tags = " or ".join(f"<{t}> </{t}>" for t in grammar.action_tags)
+    fence = f" (or in one ```{grammar.fence_kind} ``` block)" if grammar.fence_kind else ""
+    return ("Now it's your turn to take an action. You should first reason step-by-step about the current "
+            f"situation.{think} should choose an admissible action for current step and present it "
+            f"within {tags} tags{fence}.")
 
 
-FORMAT_EXAMPLE = (
-    "\nReply in exactly this format, with one admissible action:\n"
-    "<think>short reasoning</think><action>{example}</action>"
-)
+FORMAT_INSTRUCTION = format_instruction()
+
+FORMAT_EXAMPLE = "\nReply in exactly this format, with one admissible action:\n{example}"
 
 
 def _format_instruction(view: EpisodeView, settings: PromptSettings) -> str:
-    """The paper's instruction, plus (``format_example``) a one-line example reply built from
-    the first admissible action: small models copy an example far better than they follow
-    a description of the format."""
+    """The instruction, plus (``format_example``) a one-line example reply built from the first
+    admissible action: small models copy an example far better than they follow a description
+    of the format."""
+    text = format_instruction(view.grammar)
     if not settings.format_example:
-        return FORMAT_INSTRUCTION
+        return text
+    from rubricgym.demo import render
+
     example = (view.admissible_actions or ["<your action>"])[0]
-    return FORMAT_INSTRUCTION + FORMAT_EXAMPLE.format(example=example)
+    return text + FORMAT_EXAMPLE.format(example=render(view.grammar, example, reasoning="short reasoning"))
 
 
 def _clip(text: str, limit: int) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 from rubricgym.contract import Trajectory, Transition
+from rubricgym.parsing import ACTION_GRAMMAR
 from rubricgym.trainers.config import EnvSettings, PromptSettings
 from rubricgym.trainers.generation import Generator
 from rubricgym.trainers.prompts import EpisodeView, PastStep, render_prompt
@@ -199,6 +200,7 @@ class RolloutCollector:
             initial_observation=obs,
             observation=obs,
             admissible_actions=info.get("admissible_actions"),
+            grammar=getattr(adapter, "grammar", ACTION_GRAMMAR),
         )
         return _Live(rollout, env, view)
 

@@ -80,7 +80,7 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
             obs, info = env.reset(seed=seed + k, options={"task_id": task_id})
             view = EpisodeView(benchmark=getattr(adapter, "benchmark", ""), instruction=str(info.get("instruction", "")),
                                initial_observation=obs, observation=obs,
-                               admissible_actions=info.get("admissible_actions"))
+                               admissible_actions=info.get("admissible_actions"), grammar=adapter.grammar)
             for command in expert(adapter):
                 prompt_ids = render_prompt(tokenizer, view, prompt)
                 text = demonstration_response(view.instruction, command, adapter.grammar)

@@ -148,3 +148,20 @@ def test_step_samples_keep_every_reward_component():
     assert second.info["rubric"]["steps"]["n"] == 2
     assert second.reward == pytest.approx(-0.01 + 2 * 0.5 + 1.0)  # the win's engine reward kept once
     assert rollout.trajectory.transitions[1].info["rubric"] == second.info["rubric"]
+
+
+def test_format_instruction_follows_the_env_grammar():
+    """The default grammar gives the paper's text word for word; other grammars ask for their tags."""
+    from rubricgym.parsing import TagGrammar
+    from rubricgym.trainers.prompts import FORMAT_INSTRUCTION, format_instruction
+
+    assert FORMAT_INSTRUCTION == (
+        "Now it's your turn to take an action. You should first reason step-by-step about the current "
+        "situation. This reasoning process MUST be enclosed within <think> </think> tags. Once you've "
+        "finished your reasoning, you should choose an admissible action for current step and present it "
+        "within <action> </action> tags.")
+    search = format_instruction(TagGrammar(action_tags=("search", "answer"), on_multiple="first"))
+    assert "<search> </search> or <answer> </answer> tags" in search and "<action>" not in search
+    view = EpisodeView("B", "do it", "start", "obs", ["q"], grammar=TagGrammar(action_tags=("search", "answer")))
+    text = window_messages(view, PromptSettings(format_example=True))[0]["content"]
+    assert "<think>short reasoning</think><search>q</search>" in text
