@@ -78,7 +78,7 @@ def test_a_whole_episode_with_the_llm_user(llama_server, monkeypatch, tmp_path):
     env.close()
 
 
-@pytest.mark.timeout(900)  # bounded: one try plus one retry with a 5 s timeout each (+ one live reset)
+@pytest.mark.timeout(1200)  # bounded: one try plus one retry with a 5 s timeout each (+ one live reset)
 def test_a_down_server_is_a_labelled_engine_failure(llama_server, monkeypatch):
     from rubricgym.adapter import EngineFailure
 
@@ -87,10 +87,10 @@ def test_a_down_server_is_a_labelled_engine_failure(llama_server, monkeypatch):
     with pytest.raises(EngineFailure, match="user simulator: connection"):
         env.reset(seed=0, options={"task_id": "0"})
     # the server goes away in the middle of an episode: the step is a labelled engine failure
-    env = llm_env(llama_server.base_url, timeout_s=5)
+    env = llm_env(llama_server.base_url)
     env.reset(seed=0, options={"task_id": "0"})
     user = env.unwrapped.adapter.orchestrator.user
-    user.settings = user.settings.model_copy(update={"base_url": dead_url()})
+    user.settings = user.settings.model_copy(update={"base_url": dead_url(), "timeout_s": 5})
     user._client = None
     obs, reward, term, trunc, info = env.step("<action>Could you give me your email address?</action>")
     assert info["environment_failure"] and "user simulator: connection" in info["error"]
