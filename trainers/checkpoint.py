@@ -29,7 +29,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import torch
@@ -76,16 +76,19 @@ class Manifest(_Strict):
     files: dict[str, ManifestEntry]
 
 
+UInt32 = Annotated[int, Field(ge=0, le=2**32 - 1)]
+
+
 class PythonRandomState(_Strict):
     version: int
-    internal: list[int] = Field(min_length=625, max_length=625)
+    internal: list[UInt32] = Field(min_length=625, max_length=625)
     gauss_next: float | None
 
 
 class NumpyRandomState(_Strict):
     algorithm: str
-    keys: list[int] = Field(min_length=624, max_length=624)
-    position: int
+    keys: list[UInt32] = Field(min_length=624, max_length=624)
+    position: int = Field(ge=0, le=624)
     has_gauss: int
     cached_gaussian: float
 
@@ -440,13 +443,35 @@ def apply_checkpoint(loaded: _Loaded, model: Any, optimizer: Any, scheduler: Any
     if unexpected:
         raise CheckpointError(loaded.path / ADAPTER_FILE,
                               f"does not match the model (unexpected keys {list(unexpected)[:3]}...)")
+    _check_param_groups(loaded, optimizer)
     try:
         optimizer.load_state_dict(_optimizer_state_dict(loaded.state, loaded.tensors))
         if scheduler is not None and loaded.state.scheduler is not None:
             scheduler.load_state_dict(loaded.state.scheduler)
     except (KeyError, ValueError, TypeError, RuntimeError) as exc:
         raise CheckpointError(loaded.path / STATE_FILE, f"does not fit this model's optimizer ({exc})") from None
-    _set_rng(loaded.state, loaded.tensors)
+    try:
+        _set_rng(loaded.state, loaded.tensors)
+    except (KeyError, ValueError, TypeError, RuntimeError, OverflowError) as exc:
+        raise CheckpointError(loaded.path / TENSORS_FILE, f"holds an unusable RNG state ({exc})") from None
+
+
+def _check_param_groups(loaded: _Loaded, optimizer: Any) -> None:
+    """Saved optimizer settings must have the live optimizer's keys and value kinds (a
+    string learning rate would only fail at the next step, far from its cause)."""
+    live = optimizer.state_dict()["param_groups"]
+    saved = loaded.state.optimizer_param_groups
+    where = loaded.path / STATE_FILE
+    if len(saved) != len(live):
+        raise CheckpointError(where, f"has {len(saved)} optimizer parameter groups; the model has {len(live)}")
+    for i, (s, g) in enumerate(zip(saved, live)):
+        if set(s) != set(g):
+            raise CheckpointError(where, f"optimizer group {i} has settings {sorted(s)}; expected {sorted(g)}")
+        for key, value in g.items():
+            if isinstance(value, bool) or value is None:
+                continue
+            if isinstance(value, (int, float)) and (isinstance(s[key], bool) or not isinstance(s[key], (int, float))):
+                raise CheckpointError(where, f"optimizer group {i}: {key} must be a number")
 
 
 def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any) -> Restored:

@@ -131,7 +131,7 @@ def test_pickled_state_file_is_refused_unopened(reference, tmp_path):
 
 
 @pytest.mark.parametrize("fault", ["pickle_in_state_json", "state_json_wrong_types", "garbage_tensors",
-                                   "garbage_adapter", "deep_json", "manifest_escapes_folder"])
+                                   "garbage_adapter", "deep_json", "manifest_escapes_folder", "rng_out_of_range"])
 def test_crafted_files_with_a_matching_manifest_are_refused(reference, tmp_path, fault):
     """An attacker can recompute checksums; the content is still only parsed as data."""
     run = _copy(reference, tmp_path)
@@ -139,7 +139,7 @@ def test_crafted_files_with_a_matching_manifest_are_refused(reference, tmp_path,
     marker = tmp_path / "pwned"
     named = {"pickle_in_state_json": STATE_FILE, "state_json_wrong_types": STATE_FILE,
              "garbage_tensors": TENSORS_FILE, "garbage_adapter": ADAPTER_FILE, "deep_json": STATE_FILE,
-             "manifest_escapes_folder": MANIFEST_FILE}[fault]
+             "manifest_escapes_folder": MANIFEST_FILE, "rng_out_of_range": STATE_FILE}[fault]
     if fault == "pickle_in_state_json":
         (ckpt / STATE_FILE).write_bytes(pickle.dumps(_Payload(marker)))
     elif fault == "state_json_wrong_types":
@@ -149,6 +149,10 @@ def test_crafted_files_with_a_matching_manifest_are_refused(reference, tmp_path,
     elif fault in ("garbage_tensors", "garbage_adapter"):
         target = ckpt / (TENSORS_FILE if fault == "garbage_tensors" else ADAPTER_FILE)
         target.write_bytes((2**40).to_bytes(8, "little") + b"{" * 64)  # header length far past the end
+    elif fault == "rng_out_of_range":
+        state = json.loads((ckpt / STATE_FILE).read_text())
+        state["numpy_random"]["keys"][0] = -1
+        (ckpt / STATE_FILE).write_text(json.dumps(state))
     elif fault == "deep_json":
         (ckpt / STATE_FILE).write_text("[" * 100_000 + "]" * 100_000)
     _reseal(ckpt)
@@ -161,6 +165,18 @@ def test_crafted_files_with_a_matching_manifest_are_refused(reference, tmp_path,
         read_checkpoint(ckpt)
     assert str(ckpt / named) in str(err.value)
     assert not marker.exists()
+
+
+def test_optimizer_settings_of_the_wrong_kind_are_refused_before_training(reference, tmp_path):
+    run = _copy(reference, tmp_path)
+    ckpt = list_checkpoints(run)[-1]
+    state = json.loads((ckpt / STATE_FILE).read_text())
+    state["optimizer_param_groups"][0]["lr"] = "0.01; rm -rf /"
+    (ckpt / STATE_FILE).write_text(json.dumps(state))
+    _reseal(ckpt)
+    with pytest.raises(CheckpointError, match="lr must be a number") as err:
+        Trainer.from_run_dir(run)
+    assert str(ckpt / STATE_FILE) in str(err.value)
 
 
 FAULTS = {

@@ -51,4 +51,5 @@ def test_cli_bad_config_exits_2(capsys):
 
 def test_cli_resume_of_missing_run_exits_2(tmp_path, capsys):
     assert main(["train", "--resume", str(tmp_path / "nothing")]) == 2
-    assert "bad configuration" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no such run folder" in err and str(tmp_path / "nothing") in err
