@@ -83,7 +83,7 @@ class LocalLLMServer:
         self.model_path = model_path or packaged_gguf()
         self.port = port or free_port()
         self.n_ctx = n_ctx
-        self.threads = threads or max(1, min(8, os.cpu_count() or 1))
+        self.threads = threads or max(1, min(8, (os.cpu_count() or 2) // 2))  # half: room for the client
         self.base_url = f"http://{HOST}:{self.port}/v1"
         self.log_path = log_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"rubricgym-llm-{self.port}.log"
         self.start_timeout_s = start_timeout_s
@@ -137,7 +137,7 @@ class LocalLLMServer:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080; 0: any free port)")
     parser.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: up to 8)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: half the cores, at most 8)")
     parser.add_argument("--model-path", type=Path, default=None, help="a GGUF file (default: the packaged SmolLM2)")
 
 

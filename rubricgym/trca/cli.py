@@ -201,7 +201,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     from rubricgym.judges.config import JudgeSettings
     from rubricgym.registration import BenchmarkNotInstalled, UnknownBenchmark, get_spec
-    from rubricgym.trca.generate import example_tasks, generate_library
+    from rubricgym.trca.generate import generate_library, read_interface
 
     try:
         spec = get_spec(args.env_id)
@@ -217,17 +217,12 @@ def _generate(args: argparse.Namespace) -> int:
     kwargs = _env_kwargs(args.kwargs)
     print(f"reading {args.env_id}'s interface: schemas, action grammar, {args.examples} real reset(s)", file=sys.stderr)
     try:
-        tasks = example_tasks(args.env_id, args.examples, kwargs)
-        import gymnasium as gym
-
-        env = gym.make(args.env_id, reward="none", **kwargs)
-        grammar = env.unwrapped.adapter.grammar.instruction()
-        env.close()
+        interface = read_interface(args.env_id, args.examples, kwargs)
     except (BenchmarkNotInstalled, ImportError, LookupError, ValueError, RuntimeError) as exc:
         raise CliError(f"cannot start {args.env_id}: {exc}") from None
     out = Path(args.out)
     ledger_path = out.with_name(out.name + ".ledger.json")
-    result = generate_library(spec, settings, grammar, tasks, per_category=args.per_category,
+    result = generate_library(spec, settings, interface.grammar, interface.tasks, per_category=args.per_category,
                               max_attempts=args.max_attempts, max_tokens=args.max_tokens, name=args.name,
                               progress=lambda text: print(text, file=sys.stderr, flush=True))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,10 @@ passes, so one broken condition cannot hide another operator's failing example.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from importlib import resources
 from typing import Any
 
@@ -128,10 +131,17 @@ class ExampleTask(BaseModel):
     after_expert_step: dict[str, Any] | None = None
 
 
-def example_tasks(env_id: str, count: int = 2, env_kwargs: dict[str, Any] | None = None,
-                  max_chars: int = 1200) -> list[ExampleTask]:
-    """Real resets of ``env_id`` (``gym.make`` + ``reset``) on its first ``count`` tasks, and the
-    facts after one expert step where the benchmark has an expert."""
+class EnvInterface(BaseModel):
+    """What the model is shown about an env besides its schemas."""
+
+    grammar: str = Field(description="the action format instruction the agent gets")
+    tasks: list[ExampleTask]
+
+
+def read_interface(env_id: str, count: int = 2, env_kwargs: dict[str, Any] | None = None,
+                   max_chars: int = 1200) -> EnvInterface:
+    """The action grammar and real resets of ``env_id`` (``gym.make`` + ``reset``) on its first
+    ``count`` tasks, with the facts after one expert step where the benchmark has an expert."""
     import gymnasium as gym
 
     import rubricgym  # noqa: F401  (registers the env ids)
@@ -162,9 +172,10 @@ def example_tasks(env_id: str, count: int = 2, env_kwargs: dict[str, Any] | None
                 binding=binding.model_dump(mode="json") if isinstance(binding, BaseModel) else dict(binding or {}),
                 admissible_actions=[str(a) for a in (info.get("admissible_actions") or [])][:15],
                 after_expert_step=after))
+        grammar = base.adapter.grammar.instruction()
     finally:
         env.close()
-    return out
+    return EnvInterface(grammar=grammar, tasks=out)
 
 
 def _request_text(counts: dict[str, int]) -> str:
@@ -348,7 +359,8 @@ def generate_library(
                                   json_schema=answer_schema(spec, {c: n for c, n in counts.items() if n}),
                                   max_tokens=max_tokens, temperature=settings.temperature, top_p=settings.top_p,
                                   seed=None if settings.seed is None else settings.seed + k - 1)
-            result = caller.call(request, GeneratedOperators, step=k)
+            with _heartbeat(say, settings.model):
+                result = caller.call(request, GeneratedOperators, step=k)
             _account(attempt, ledger, k)
             if result.value is None:
                 attempt.error = result.error or "no answer"
@@ -381,6 +393,25 @@ def generate_library(
                                 problems=[str(p) for p in problems], attempts=attempts, dropped=rejected, total=total)
     return GenerationResult(benchmark=spec.name, model=settings.model, library=document, attempts=attempts,
                             dropped=rejected, total=total)
+
+
+@contextmanager
+def _heartbeat(say: Callable[[str], None], model: str, every_s: float = 30.0) -> Iterator[None]:
+    """A line every ``every_s`` seconds while one call is in flight (a CPU model can take minutes)."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def beat() -> None:
+        while not done.wait(every_s):
+            say(f"  ... waiting for {model} ({time.monotonic() - start:.0f} s)")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def repair_prompt(accepted: Sequence[dict[str, Any]], rejected: Sequence[RejectedOperator], counts: dict[str, int]) -> str:

@@ -38,7 +38,7 @@ def test_generate_against_the_real_llama_server(tmp_path):
     need_llama()
     need("alfworld", "textworld")
     out = tmp_path / "generated.yaml"
-    with LocalLLMServer(n_ctx=8192, threads=2) as server:
+    with LocalLLMServer(n_ctx=8192) as server:
         result = subprocess.run(
             [sys.executable, "-m", "rubricgym.cli", "library", "generate", "--env", ENV, "--out", str(out),
              "--per-category", "1", "--examples", "1", "--max-attempts", "2", "--max-tokens", "700",
