@@ -5,7 +5,7 @@ in 1 worker and in 2 workers; env steps per second and the ratios.
     .venv/bin/python benchmarks/env_workers_speed.py [--backend process|ray] [--json OUT]
 
 Worker start-up and env construction are excluded (one untimed warm-up round builds every
-env); each timed round resets and plays tasks x group_size rollouts to ``--max-steps``.
+env); rounds are interleaved across the three set-ups; each timed round resets and plays tasks x group_size rollouts to ``--max-steps``.
 The speed-up is bounded by the free CPU cores: on a shared 2-core machine expect well
 under 2x.
 """
@@ -41,19 +41,31 @@ class CyclingScript:
         pass
 
 
-def measure(collector: Any, tok: Any, tasks: list[tuple[str, int]], group_size: int, rounds: int) -> dict[str, float]:
+def one_round(collector: Any, tok: Any, tasks: list[tuple[str, int]], group_size: int) -> tuple[int, float, int]:
     from rubricgym.trainers.rollout import RolloutTimings
 
-    collector.collect(CyclingScript(tok), tasks, group_size, RolloutTimings())  # builds every env (untimed)
-    steps, seconds, errors = 0, 0.0, 0
+    script = CyclingScript(tok)
+    t0 = time.perf_counter()
+    groups = collector.collect(script, tasks, group_size, RolloutTimings())
+    seconds = time.perf_counter() - t0
+    return script.steps, seconds, sum(r.error is not None for g in groups for r in g)
+
+
+def measure(collectors: dict[str, Any], tok: Any, tasks: list[tuple[str, int]], group_size: int,
+            rounds: int) -> dict[str, dict[str, float]]:
+    """Rounds interleaved across the set-ups (a, b, c, a, b, c, ...) so that a change in the
+    machine's load hits all of them alike; one untimed round each first builds every env."""
+    for collector in collectors.values():
+        one_round(collector, tok, tasks, group_size)
+    totals = {name: [0, 0.0, 0] for name in collectors}
     for _ in range(rounds):
-        script = CyclingScript(tok)
-        t0 = time.perf_counter()
-        groups = collector.collect(script, tasks, group_size, RolloutTimings())
-        seconds += time.perf_counter() - t0
-        steps += script.steps
-        errors += sum(r.error is not None for g in groups for r in g)
-    return {"env_steps": steps, "seconds": seconds, "steps_per_s": steps / seconds, "rollout_errors": errors}
+        for name, collector in collectors.items():
+            steps, seconds, errors = one_round(collector, tok, tasks, group_size)
+            totals[name][0] += steps
+            totals[name][1] += seconds
+            totals[name][2] += errors
+    return {name: {"env_steps": t[0], "seconds": t[1], "steps_per_s": t[0] / t[1], "rollout_errors": t[2]}
+            for name, t in totals.items()}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -63,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--tasks", type=int, default=2)
     ap.add_argument("--group-size", type=int, default=4)
     ap.add_argument("--max-steps", type=int, default=6)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", dest="out", default=None, help="write the result here (JSON)")
     args = ap.parse_args(argv)
 
@@ -79,19 +91,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     local = RolloutCollector(make_env_factory(settings), tok, prompt, args.max_steps)
     names = list(local.env(0).unwrapped.adapter.task_ids())
     tasks = [(names[k % len(names)], 100 + k) for k in range(args.tasks)]
-    results: dict[str, Any] = {}
-    try:
-        results["in_process"] = measure(local, tok, tasks, args.group_size, args.rounds)
-    finally:
-        local.close()
     if args.backend == "ray":
         ensure_ray(None, num_cpus=2)
-    for n in (1, 2):
-        collector = build_collector(settings.model_copy(update={"workers": n, "worker_backend": args.backend}),
-                                    None, tok, prompt, args.max_steps)
-        try:
-            results[f"workers_{n}"] = measure(collector, tok, tasks, args.group_size, args.rounds)
-        finally:
+    collectors: dict[str, Any] = {"in_process": local}
+    load_before = os.getloadavg()[0]
+    try:
+        for n in (1, 2):
+            collectors[f"workers_{n}"] = build_collector(
+                settings.model_copy(update={"workers": n, "worker_backend": args.backend}), None, tok, prompt,
+                args.max_steps)
+        results = measure(collectors, tok, tasks, args.group_size, args.rounds)
+    finally:
+        for collector in collectors.values():
             collector.close()
     one, two = results["workers_1"]["steps_per_s"], results["workers_2"]["steps_per_s"]
     out = {
@@ -99,7 +110,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "env_id": args.env_id, "backend": args.backend, "tasks": args.tasks, "group_size": args.group_size,
         "max_steps": args.max_steps, "rounds": args.rounds,
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                    "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None},
+                    "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+                    "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]}},
         "results": results,
         "ratio_2_workers_vs_1": two / one,
         "ratio_1_worker_vs_in_process": one / results["in_process"]["steps_per_s"],

@@ -227,3 +227,33 @@ def test_alfworld_worker_killed_mid_episode_is_labelled_and_replaced(backend, re
         assert all(r["error"] is None and len(r["steps"]) == 3 for r in again)
     finally:
         remote.close()
+
+
+# ---- AppWorld: one AppWorld server per env, so one per rollout a worker hosts ----------------------
+APPWORLD_TEXTS = ["<think>look around</think><action>print(apis.api_docs.show_app_descriptions())</action>",
+                  "<action>print(1 + 1)</action>", "no action here",
+                  "<action>print(apis.supervisor.show_profile())</action>"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("backend", ["ray", "process"])
+def test_appworld_with_two_workers_gives_the_in_process_trajectories(backend, request):
+    if backend == "ray":
+        request.getfixturevalue("ray_local")
+    _, tok = build_tiny_model(0)
+    settings = EnvSettings(id="AppWorld-Rubric-v0", max_steps=2, workers=2, worker_backend=backend)
+    remote = build_collector(settings, None, tok, PromptSettings(), 2)
+    try:
+        names = remote.summary.task_ids()
+        tasks = [(names[0], 5), (names[1], 6)]
+        got, _ = collect(remote, tok, APPWORLD_TEXTS, tasks, 1)
+    finally:
+        remote.close()
+    local = RolloutCollector(make_env_factory(settings), tok, PromptSettings(), max_steps=2)
+    try:
+        expected, _ = collect(local, tok, APPWORLD_TEXTS, tasks, 1)
+    finally:
+        local.close()
+    assert got == expected
+    assert all(r["error"] is None for r in got) and sum(len(r["steps"]) for r in got) == 4
