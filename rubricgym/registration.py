@@ -17,6 +17,7 @@ import gymnasium as gym
 
 from rubricgym.benchmark import BenchmarkSpec, load_ref, model_ref
 from rubricgym.env import RubricEnv
+from rubricgym.process_state import preserved_process_state
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,8 @@ def make_rubric_env(
 ) -> gym.Env:
     """Build ``RubricEnv`` for a benchmark and attach its reward (see ``attach_reward``)."""
     spec = get_spec(benchmark)
-    adapter = load_adapter_class(spec.name)(**adapter_kwargs)
+    with preserved_process_state():  # an engine's import-time side effects stay out of the caller's process
+        adapter = load_adapter_class(spec.name)(**adapter_kwargs)
     env: gym.Env = RubricEnv(adapter, max_steps=max_steps or spec.max_steps, render_mode=render_mode)
     from rubricgym.rewards import attach_reward
 
