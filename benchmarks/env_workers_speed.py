@@ -22,14 +22,20 @@ from typing import Any
 
 TEXTS = ["<action>look</action>", "<action>inventory</action>", "<action>go to desk 1</action>",
          "<action>open drawer 1</action>", "<action>go to shelf 1</action>", "<action>examine shelf 1</action>"]
+APPWORLD_TEXTS = ["<action>print(apis.api_docs.show_app_descriptions())</action>",
+                  "<action>print(apis.supervisor.show_profile())</action>",
+                  "<action>print(apis.api_docs.show_api_descriptions(app_name='spotify'))</action>",
+                  "<action>print(1 + 1)</action>"]
 
 
 class CyclingScript:
-    """Rollout i at turn t answers ``TEXTS[(t + i) % n]``; counts the responses it gave."""
+    """Rollout i at turn t answers ``texts[(t + i) % n]``; counts the responses it gave."""
+
+    texts = TEXTS
 
     def __init__(self, tok: Any):
         self.tok, self.turn, self.steps = tok, 0, 0
-        self.ids = [tok(t, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for t in TEXTS]
+        self.ids = [tok(t, add_special_tokens=False)["input_ids"] + [tok.eos_token_id] for t in self.texts]
 
     def generate(self, prompts: list[list[int]]) -> list[list[int]]:
         out = [self.ids[(self.turn + i) % len(self.ids)] for i in range(len(prompts))]
@@ -85,6 +91,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     from rubricgym.models import build_tiny_model
 
+    if "AppWorld" in args.env_id:
+        CyclingScript.texts = APPWORLD_TEXTS  # code cells (one AppWorld server per env)
     _, tok = build_tiny_model(0)
     prompt = PromptSettings()
     settings = EnvSettings(id=args.env_id, max_steps=args.max_steps)

@@ -133,7 +133,7 @@ def run_trl(args: argparse.Namespace, out_dir: Path, prompt_texts: list[str]) ->
         beta=0.04, epsilon=0.2, epsilon_high=0.28, num_iterations=1, gradient_accumulation_steps=1,
         max_steps=args.iterations, logging_steps=1, report_to="none", use_cpu=True, bf16=False,
         save_strategy="no", loss_type="dapo", shuffle_dataset=False, seed=0, disable_dropout=True,
-        mask_truncated_completions=False,
+        mask_truncated_completions=False, gradient_checkpointing=False,  # rubricgym's CPU default is off too
     )
     peft = LoraConfig(r=args.lora_r, lora_alpha=2 * args.lora_r, lora_dropout=0.0,
                       target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], task_type="CAUSAL_LM")
