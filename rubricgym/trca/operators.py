@@ -16,7 +16,10 @@ Two ways to judge a step, with identical results (a property test compares them)
   ...``, whose integer result is decoded into the row. CEL evaluates each ``c_j`` exactly
   as it would alone; when anything in the batch errors or is not Boolean the whole sum
   errors, and that step is judged operator by operator instead (the erring operators then
-  run on their own for the rest of the episode, so the others keep the fast path).
+  run on their own for the rest of the episode, so the others keep the fast path). A
+  finished episode's context goes back to its library, and the next episode converts only
+  the binding values and facts that differ from what it holds (a group's rollouts share a
+  binding and start alike); contexts of live episodes are never shared.
 
 Budgets (checked after the call, so the fast path pays two clock reads per step): an
 operator whose evaluation took longer than ``budget_s`` of CPU time scores 0, is reported
@@ -55,6 +58,7 @@ ROOTS = ("facts", "binding", "coverage")
 DEFAULT_BUDGET_S = 0.01
 """CPU seconds one operator may take on one step (~10,000x a typical condition)."""
 BATCH_SIZE = 16  # operators per batched program (its result decodes through a 65536-row table)
+RETIRED_CONTEXTS = 8  # contexts of finished episodes kept per library for the next ones
 
 _STRING = re.compile(
     r'[rRbB]{0,2}(?:"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')'
@@ -259,6 +263,7 @@ class CompiledLibrary:
         index = {i: k for k, i in enumerate(self.ids)}
         self.coverage_index = np.array([index.get(i, -1) for i in self.coverage_ids], dtype=np.int64)
         self._batches: dict[frozenset[int], Batch] = {}
+        self._retired: list[tuple[Any, ...]] = []  # contexts of finished episodes (see EpisodeJudge)
         getter = _operator.attrgetter(*self.fact_fields) if self.fact_fields else None
         if len(self.fact_fields) == 1:
             self._attr_values: Callable[[Any], tuple[Any, ...]] = lambda obj: (getter(obj),)  # type: ignore[misc]
@@ -290,6 +295,17 @@ class CompiledLibrary:
             rows = _bits_table()[:, : self.num_operators] if whole else _bits_table()[:0]
             found = self._batches[key] = Batch(ordered, tuple(programs), whole, rows)
         return found
+
+    def retire_context(self, state: tuple[Any, ...]) -> None:
+        """Keep a finished episode's context (and the values it holds) for the next one."""
+        if len(self._retired) < RETIRED_CONTEXTS:
+            self._retired.append(state)
+
+    def retired_context(self) -> tuple[Any, ...] | None:
+        try:
+            return self._retired.pop()
+        except IndexError:
+            return None
 
     def raw_fact_values(self, facts: Mapping[str, Any] | BaseModel) -> tuple[Any, ...]:
         """The read fields of ``facts``, not yet made plain (absent ones are ``None``)."""
@@ -358,14 +374,27 @@ class EpisodeJudge:
         self._reported: set[tuple[str, str]] = set()
         self._solo: list[int] = []  # operators judged one by one (they erred in a batch)
         self._batch = compiled.batch(range(compiled.num_operators))
-        self._context = cel.Context()
+        # a context an earlier episode left behind: only what differs from it is converted
+        retired = compiled.retired_context()
+        if retired is None:
+            self._context, self._binding, self._covered = cel.Context(), [_UNSET] * len(compiled.binding_fields), None
+            self._last: list[Any] = [_UNSET] * len(compiled.fact_fields)
+        else:
+            self._context, self._binding, self._covered, self._last = retired
         bind = as_mapping(binding)
-        for name, field in zip(compiled.binding_variables, compiled.binding_fields, strict=True):
-            self._put(name, _plain(bind.get(field)))
-        self._covered: bytes | None = None
+        for k, (name, field) in enumerate(zip(compiled.binding_variables, compiled.binding_fields, strict=True)):
+            value, old = _plain(bind.get(field)), self._binding[k]
+            if value is not old and (type(value) is not type(old) or value != old):
+                self._put(name, value)
+                self._binding[k] = value.copy() if type(value) is list else value
         if compiled.uses_coverage:
             self._set_coverage(np.zeros(compiled.num_operators))
-        self._last: list[Any] = [_UNSET] * len(compiled.fact_fields)
+
+    def __del__(self) -> None:
+        try:  # hand the context on: the next episode converts only what differs from it
+            self.compiled.retire_context((self._context, self._binding, self._covered, self._last))
+        except Exception:  # interpreter shutdown, or set-up never finished
+            pass
 
     # ---- context ---------------------------------------------------------------------------
     def _put(self, name: str, value: Any) -> None:
@@ -382,7 +411,7 @@ class EpisodeJudge:
                 self._put(name, value)
 
     def _set_coverage(self, prior: np.ndarray) -> None:
-        key = prior.tobytes()
+        key = (prior.dtype.num, prior.tobytes())
         if key == self._covered:
             return
         self._covered = key

@@ -118,3 +118,23 @@ def test_in_place_mutation_of_a_list_is_seen():
     assert judge.judge(facts, np.zeros(compiled.num_operators))[lit] == 0
     facts.inventory.append("apple 1")  # the same list object, changed
     assert judge.judge(facts, np.zeros(compiled.num_operators))[lit] == 1
+
+
+def test_a_new_episode_reusing_a_finished_context_equals_the_reference():
+    """A finished episode's context is handed to the next one (only differences converted):
+    bindings, coverage and facts from the earlier episode must not leak into the new one."""
+    compiled = load_library(ALFWORLD)
+    first_binding = ALFWorldBinding(target_type="apple", destination_type="fridge", transformation="cool", quantity=2)
+    first = compiled.episode(first_binding)
+    held = ALFWorldFacts(accepted=True, picked_up_type="apple", inventory=["apple 1"], location="fridge 1",
+                         location_changed=True, placed_type="apple", placed_in_type="fridge")
+    first.judge(held, np.ones(compiled.num_operators))
+    del first  # its context is retired
+    for binding in (first_binding, ALFWorldBinding(target_type="mug", destination_type="shelf"), {}):
+        judge = compiled.episode(binding)
+        for facts in (held, ALFWorldFacts(), held):
+            prior = np.zeros(compiled.num_operators)
+            assert judge.judge(facts, prior).tolist() == reference_judgments(compiled, facts, binding, prior)[0].tolist()
+        del judge
+    alive = [compiled.episode(first_binding) for _ in range(3)]  # live judges never share a context
+    assert len({id(j._context) for j in alive}) == 3
