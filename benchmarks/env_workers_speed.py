@@ -77,6 +77,7 @@ def measure(collectors: dict[str, Any], tok: Any, tasks: list[tuple[str, int]], 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env-id", default="ALFWorld-Rubric-v0")
+    ap.add_argument("--env-kwargs", default="{}", help='JSON passed to gym.make, e.g. \'{"reward": "none"}\'')
     ap.add_argument("--backend", choices=["process", "ray"], default="process")
     ap.add_argument("--tasks", type=int, default=2)
     ap.add_argument("--group-size", type=int, default=4)
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         CyclingScript.texts = APPWORLD_TEXTS  # code cells (one AppWorld server per env)
     _, tok = build_tiny_model(0)
     prompt = PromptSettings()
-    settings = EnvSettings(id=args.env_id, max_steps=args.max_steps)
+    settings = EnvSettings(id=args.env_id, max_steps=args.max_steps, kwargs=json.loads(args.env_kwargs))
     local = RolloutCollector(make_env_factory(settings), tok, prompt, args.max_steps)
     names = list(local.env(0).unwrapped.adapter.task_ids())
     tasks = [(names[k % len(names)], 100 + k) for k in range(args.tasks)]
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     one, two = results["workers_1"]["steps_per_s"], results["workers_2"]["steps_per_s"]
     out = {
         "benchmark": "env_workers_speed",
-        "env_id": args.env_id, "backend": args.backend, "tasks": args.tasks, "group_size": args.group_size,
+        "env_id": args.env_id, "env_kwargs": settings.kwargs, "backend": args.backend, "tasks": args.tasks, "group_size": args.group_size,
         "max_steps": args.max_steps, "rounds": args.rounds,
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                     "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
