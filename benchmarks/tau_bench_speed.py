@@ -76,7 +76,8 @@ def run_rubricgym(env: gym.Env, tasks: list[Any], plans: dict[str, list[str]]) -
         env.reset(seed=0, options={"task_id": task.id})
         reward, term = 0.0, False
         for action in plans[task.id]:
-            _, reward, term, trunc, _ = env.step(f"<think>next</think><action>{action}</action>")
+            _, _, term, trunc, info = env.step(f"<think>next</think><action>{action}</action>")
+            reward = info["transition"].env_reward  # tau2's reward (the step reward adds TRCA shaping)
             steps += 1
             if term or trunc:
                 break
