@@ -18,7 +18,8 @@ STEP_TIMEOUT_S, MARGIN_S = 2, 4
 
 @pytest.fixture(scope="module")
 def env():
-    env = gym.make("AppWorld-Rubric-v0", reward="none", step_timeout_s=STEP_TIMEOUT_S, call_margin_s=MARGIN_S)
+    env = gym.make("AppWorld-Rubric-v0", reward="none", split="offline_all", step_timeout_s=STEP_TIMEOUT_S,
+                   call_margin_s=MARGIN_S)
     yield env
     env.close()
 

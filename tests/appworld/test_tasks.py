@@ -61,7 +61,7 @@ def test_one_variant_per_scenario_good_succeeds_wrong_fails():
     fired: dict[str, set[str]] = {"evidence": set(), "execution": set(), "invalidity": set()}
     failures = []
     try:
-        categories = _operator_categories(env)
+        categories = _operator_categories()
         for task in _one_variant_per_scenario():
             for kind, expected in (("good", True), ("bad", False)):
                 _, info = env.reset(options={"task_id": task["id"]})
@@ -96,12 +96,12 @@ def test_one_variant_per_scenario_good_succeeds_wrong_fails():
     assert fired["execution"] == {op for op, c in categories.items() if c == "execution"}, fired
 
 
-def _operator_categories(env) -> dict[str, str]:
+def _operator_categories() -> dict[str, str]:
     import yaml
 
     from rubricgym.adapters.appworld.spec import SPEC
 
-    doc = yaml.safe_load(open(SPEC.operator_library, encoding="utf-8"))
+    doc = yaml.safe_load(SPEC.operator_library.read_text(encoding="utf-8"))
     return {op["id"]: op["category"] for op in doc["operators"]}
 
 
