@@ -7,12 +7,17 @@ import copy
 
 import pytest
 import yaml
-
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
-from rubricgym.contract import ParsedAction, Trajectory, Transition
 from rubricgym.operator_libraries import library_path
+
+from rubricgym.contract import ParsedAction, Trajectory, Transition
 from rubricgym.trca import load_library
-from rubricgym.trca.coverage import diff_libraries, format_diff, format_test_report, library_coverage
+from rubricgym.trca.coverage import (
+    diff_libraries,
+    format_diff,
+    format_test_report,
+    library_coverage,
+)
 
 
 def step(i: int, **facts) -> Transition:
