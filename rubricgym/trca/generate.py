@@ -189,11 +189,11 @@ def generation_prompt(spec: BenchmarkSpec, grammar_instruction: str, tasks: Sequ
     return render_template(load_template("generate_library"), {
         "benchmark": spec.name,
         "per_category": per_category,
-        "facts_schema": json.dumps(_strip_descriptionless(spec.facts_model.model_json_schema()), indent=1),
-        "binding_schema": json.dumps(_strip_descriptionless(spec.binding_model.model_json_schema()), indent=1),
+        "facts_schema": json.dumps(_strip_descriptionless(spec.facts_model.model_json_schema())),
+        "binding_schema": json.dumps(_strip_descriptionless(spec.binding_model.model_json_schema())),
         "grammar": grammar_instruction,
         "context_key": f"What identifies a situation in this environment: {spec.context_key}.\n" if spec.context_key else "",
-        "observations": data_block("example_tasks", json.dumps([t.model_dump(mode="json") for t in tasks], indent=1,
+        "observations": data_block("example_tasks", json.dumps([t.model_dump(mode="json") for t in tasks],
                                                                ensure_ascii=False)),
         "request": _request_text(counts),
     })
