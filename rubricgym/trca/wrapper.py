@@ -76,7 +76,9 @@ class TRCAComponent:
     Record parts: ``judgments`` {operator id: 0/1}, ``r_F``, ``r_B``, ``r_TRCA`` (= reward),
     ``lambda``, ``gamma`` (the library's discount, the return's default), ``coverage`` {id: 0/1} after the step (Evidence/Execution only), ``errors``
     (operators whose condition failed this step; they counted as 0), ``library``. Coverage
-    starts at zero on every reset."""
+    starts at zero on every reset. ``incidents``: operators first reported this step (a
+    condition error, or evaluation over its CPU budget); ``disabled``: operators over budget,
+    scored 0 for the rest of the episode."""
 
     def __init__(self, library: CompiledLibrary, config: TRCAConfig | None = None):
         self.config = config or TRCAConfig()
@@ -108,6 +110,7 @@ class TRCAComponent:
         if self._judge is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         errors_before = dict(self._judge.errors)
+        incidents_before = len(self._judge.incidents)
         row = self._judge.judge(transition.facts, self._coverage)
         b = self.budgets
         rewards = trca_rewards(row[None, :], self.library.categories, b.r_evi, b.r_inval, b.r_exec, self.lam,
@@ -124,6 +127,8 @@ class TRCAComponent:
             "gamma": self.library.library.gamma,
             "coverage": {i: int(cov[i]) for i in self._cov_ids},
             "errors": sorted(k for k, n in self._judge.errors.items() if n != errors_before.get(k, 0)),
+            "incidents": [i.model_dump(mode="json") for i in self._judge.incidents[incidents_before:]],
+            "disabled": sorted(self._judge.disabled),
             "library": self.library.name,
         })
 

@@ -141,3 +141,43 @@ def test_runtime_error_is_reported_once_against_its_own_operator(data):
     assert len(reported) == 1 and "non-Boolean" in reported[0].message  # ... reported once
     assert all(i.kind == "error" for i in judge.incidents)
     assert len({i.operator for i in judge.incidents}) == len(judge.incidents)
+
+
+def test_the_reward_record_shows_incidents_once_and_disabled_operators():
+    """Through the reward component: an erroring condition is reported in the step's record once,
+    against its own operator; other operators are not blamed."""
+    import cel
+    from toy_envs import CounterAdapter
+
+    from rubricgym.env import RubricEnv
+    from rubricgym.trca import TRCAReward
+    from rubricgym.trca.library import OperatorLibrary
+    from rubricgym.trca.operators import CompiledLibrary, find_references
+
+    data = {
+        "name": "counter-errors", "benchmark": "Counter", "facts_model": "", "lambda": 0.8,
+        "budgets": {"r_evi": 0.2, "r_inval": 0.2, "r_exec": 0.5},
+        "operators": [
+            {"id": "ok_evidence", "category": "evidence", "description": "the step was accepted",
+             "reads": ["accepted"], "needs": [], "condition": "facts.accepted",
+             "examples": [{"expected": True, "facts": {"accepted": True}, "binding": {}},
+                          {"expected": False, "facts": {"accepted": False}, "binding": {}}]},
+            {"id": "broken", "category": "invalidity", "description": "divides by the value",
+             "reads": ["value"], "needs": [], "condition": "1 / (facts.value - facts.value) > 0",
+             "examples": []},
+            {"id": "ok_exec", "category": "execution", "description": "value reached 2",
+             "reads": ["value"], "needs": [], "condition": "facts.value == 2",
+             "examples": [{"expected": True, "facts": {"value": 2}, "binding": {}},
+                          {"expected": False, "facts": {"value": 1}, "binding": {}}]},
+        ],
+    }
+    lib = OperatorLibrary.model_validate(data)
+    programs = [cel.compile(o.condition) for o in lib.operators]
+    compiled = CompiledLibrary(lib, programs, [find_references(o.condition, p) for o, p in zip(lib.operators, programs)])
+    env = TRCAReward(RubricEnv(CounterAdapter(), max_steps=3), library=compiled)
+    env.reset(seed=0, options={"task_id": "reach-3"})
+    records = [env.step("<action>inc</action>")[4]["rubric"]["trca"] for _ in range(2)]
+    assert [i["operator"] for i in records[0]["incidents"]] == ["broken"] and records[1]["incidents"] == []
+    assert records[0]["judgments"]["broken"] == 0 and records[0]["judgments"]["ok_evidence"] == 1
+    assert records[1]["judgments"]["ok_exec"] == 1
+    env.close()
