@@ -194,8 +194,13 @@ class Trainer:
             options = {**(yaml.safe_load(Path(self.config.judge.config).read_text()) or {}), **options}
         judge_cfg = self.config.judge
         adapter = getattr(self.collector.env(0).unwrapped, "adapter", None)
-        rubric = (load_rubric(judge_cfg.static_rubric) if judge_cfg.static_rubric
-                  else default_rubric_for(getattr(adapter, "benchmark", "")))
+        static = str(get_estimator(self.config.algorithm.advantage).draco_variant).startswith("static")
+        if judge_cfg.static_rubric:
+            rubric = load_rubric(judge_cfg.static_rubric)
+        elif static:  # the benchmark's packaged rubric; a clear error when it ships none
+            rubric = default_rubric_for(getattr(adapter, "benchmark", ""))
+        else:
+            rubric = None  # dynamic rubrics are written per group
         settings = JudgeSettings(**options)
         if judge_cfg.self_judge:
             # The policy judges its own rollouts, in process. Repeats must be able to differ,

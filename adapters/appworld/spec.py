@@ -19,7 +19,8 @@ SPEC = BenchmarkSpec(
     requires=("httpx",),
     setup_hint="then build AppWorld's venv and offline tasks with `rubricgym appworld setup` (or `make appworld`)",
     env_ids=(
-        EnvIdSpec("AppWorld-Rubric-v0", {"split": "default"}, "offline tasks generated at set-up"),
+        EnvIdSpec("AppWorld-Rubric-v0", {"split": "default"}, "offline train split, generated at set-up"),
+        EnvIdSpec("AppWorld-Rubric-Eval-v0", {"split": "offline_dev"}, "offline dev split: held-out scenarios"),
         EnvIdSpec("AppWorld-Rubric-Train-v0", {"split": "train"}, "official train split (APPWORLD_ROOT)"),
         EnvIdSpec("AppWorld-Rubric-Dev-v0", {"split": "dev"}, "official dev split (APPWORLD_ROOT)"),
         EnvIdSpec("AppWorld-Rubric-TestNormal-v0", {"split": "test_normal"}, "official test_normal (APPWORLD_ROOT)"),

@@ -9,7 +9,7 @@ SETTINGS = [
     "model.name=tiny", "env.factory=trainer.word_env:make_word_env", "env.max_steps=1",
     "algorithm.advantage=draco_static_credit", "algorithm.group_size=2", "algorithm.tasks_per_iteration=1",
     "generation.max_new_tokens=8", "prompt.max_prompt_tokens=40", "run.iterations=1", "run.progress=false",
-    "run.evaluate_after=false", "judge.self_judge=true",
+    "run.evaluate_after=false", "judge.self_judge=true", "judge.static_rubric=appworld",
     "judge.options={max_tokens_score: 8, max_repairs: 0}",
 ]
 
