@@ -20,7 +20,10 @@ GENERATOR = Path(__file__).with_name("tasks") / "generate.py"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["setup", "status", "tasks", "serve"])
+    parser.add_argument("action", choices=["setup", "status", "tasks", "serve"], metavar="ACTION",
+                        help="setup: build AppWorld's venv and generate + check the offline task set; "
+                             "status: what is installed and where; tasks: list the offline task ids; "
+                             "serve: run one AppWorld server on 127.0.0.1 until Ctrl-C")
     parser.add_argument("--base", default=".", help="folder that gets .venvs/appworld and .venvs/appworld-data")
     parser.add_argument("--python", default=sys.executable, help="interpreter to build AppWorld's venv with")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes that check the task set")
