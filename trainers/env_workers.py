@@ -80,7 +80,11 @@ class EnvHost:
         req = json.loads(request)
         op = req.get("op")
         if op == "describe":
-            return json.dumps(self.describe())
+            try:
+                return json.dumps(self.describe())
+            except Exception as exc:  # e.g. the env cannot be built here: the trainer says why
+                log.exception("building the env in a worker failed")
+                return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
         if op == "pid":
             return json.dumps({"pid": os.getpid()})
         if op == "close":
@@ -252,7 +256,7 @@ class _RayPending:
 
     def result(self, timeout: float) -> str:
         import ray
-        from ray.exceptions import GetTimeoutError, RayActorError
+        from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
         try:
             return str(ray.get(self.ref, timeout=timeout))
@@ -261,6 +265,8 @@ class _RayPending:
         except GetTimeoutError as exc:
             self.worker.kill()
             raise WorkerDied(f"{self.worker.name}: no answer within {timeout:.0f} s (killed)") from exc
+        except RayError as exc:  # anything else Ray reports: the worker is not trusted further
+            raise WorkerDied(f"{self.worker.name}: {type(exc).__name__}: {str(exc)[:300]}") from exc
 
 
 class RayWorker:
@@ -429,6 +435,9 @@ class WorkerRolloutCollector(RolloutCollector):
         self.settings = settings
         self.pool = pool or WorkerPool(settings)
         info = self.pool.request(0, "describe")
+        if "error" in info:
+            self.pool.close()
+            raise RuntimeError(f"env worker could not build the env ({settings.id or settings.factory}): {info['error']}")
         grammar = info.get("grammar")
         if grammar is not None:
             grammar = TagGrammar(**{k: tuple(v) if isinstance(v, list) else v for k, v in grammar.items()})
