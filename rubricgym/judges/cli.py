@@ -13,12 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
-import tempfile
 from collections import OrderedDict
 from pathlib import Path
 
+from rubricgym.atomic_files import atomic_write_text
 from rubricgym.contract import Trajectory, load_jsonl
 from rubricgym.credit.draco import DracoVariant
 
@@ -126,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"[{g + 1}/{len(groups)}] {task_id}: {len(members)} rollouts, "
                   f"{sum(result.surviving)}/{len(result.criteria)} criteria survive, R = [{rewards}]")
     finally:  # even when interrupted: the groups scored so far and what they cost
-        write_text_atomic(out, "".join(line + "\n" for line in lines))
+        atomic_write_text(out, "".join(line + "\n" for line in lines))
         judge.ledger.write(ledger_path)
     total = judge.ledger.summary()["total"]
     print(f"wrote {out} and {ledger_path}: {len(lines)}/{len(groups)} groups, {total['calls']} calls, "
@@ -141,17 +140,3 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Readers see the previous file or the whole new one; no temporary file survives."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

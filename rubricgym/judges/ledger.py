@@ -5,11 +5,11 @@ only counts and phase names go in."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from collections import defaultdict
 from pathlib import Path
+
+from rubricgym.atomic_files import atomic_write_text
 from typing import Any
 
 PHASES = ("propose", "extend", "merge", "score")
@@ -85,15 +85,4 @@ class Ledger:
 
     def write(self, path: str | Path) -> None:
         """Atomic: a crash mid-write leaves the previous ledger, never half a file."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.summary(), fh, indent=2, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        finally:  # no stray temporary file, whatever happened
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        atomic_write_text(path, json.dumps(self.summary(), indent=2, sort_keys=True))

@@ -9,7 +9,6 @@ are ``data:``), so even a file crafted by hand cannot make it fetch or run anyth
 from __future__ import annotations
 
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 
+from rubricgym.atomic_files import atomic_write_text
 from rubricgym.report.plots import advantage_color, curve_svg, slug, text_color
 from rubricgym.report.sources import RunFiles, is_run_dir, metric_series, read_run, read_trajectories
 from rubricgym.report.views import CreditSettings, GroupView, group_trajectories, group_view, visible
@@ -198,14 +198,4 @@ def write_report(path: str | os.PathLike[str], out: str | os.PathLike[str] | Non
     path = Path(path)
     target = Path(out) if out else (path / REPORT_FILE if path.is_dir() else path.with_suffix(".html"))
     html = render(build_report(path, **kwargs))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=target.parent)
-    try:
-        os.chmod(tmp, 0o644)  # a report is for reading (mkstemp makes it private)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(html)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return atomic_write_text(target, html, mode=0o644)  # a report is for reading

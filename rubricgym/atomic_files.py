@@ -1,0 +1,28 @@
+"""Files replaced whole: readers see the previous file or the complete new one, never half."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> Path:
+    """Write ``text`` through a flushed temporary file beside ``path`` and ``os.replace``; no
+    temporary file survives, whatever happens. ``mode``: permissions of the new file (the
+    temporary file is private, 0600, otherwise)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        if mode is not None:
+            os.chmod(tmp, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
