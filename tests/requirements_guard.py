@@ -25,7 +25,7 @@ def need(module: str, hint: str = "") -> ModuleType:
         message = f"{module} is not importable ({exc}){': ' + hint if hint else ''}"
         if in_ci():
             pytest.fail(f"CI=true and a test dependency is missing: {message}", pytrace=False)
-        pytest.skip(message)
+        pytest.skip(message, allow_module_level=True)
         raise  # unreachable: skip raises
 
 
@@ -35,4 +35,4 @@ def need_path(path: os.PathLike[str] | str, hint: str = "") -> None:
         message = f"{path} does not exist{': ' + hint if hint else ''}"
         if in_ci():
             pytest.fail(f"CI=true and a set-up artefact is missing: {message}", pytrace=False)
-        pytest.skip(message)
+        pytest.skip(message, allow_module_level=True)
