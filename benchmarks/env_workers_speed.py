@@ -47,14 +47,16 @@ class CyclingScript:
         pass
 
 
-def one_round(collector: Any, tok: Any, tasks: list[tuple[str, int]], group_size: int) -> tuple[int, float, int]:
+def one_round(collector: Any, tok: Any, tasks: list[tuple[str, int]],
+              group_size: int) -> tuple[int, float, int, float]:
     from rubricgym.trainers.rollout import RolloutTimings
 
     script = CyclingScript(tok)
+    timings = RolloutTimings()
     t0 = time.perf_counter()
-    groups = collector.collect(script, tasks, group_size, RolloutTimings())
+    groups = collector.collect(script, tasks, group_size, timings)
     seconds = time.perf_counter() - t0
-    return script.steps, seconds, sum(r.error is not None for g in groups for r in g)
+    return script.steps, seconds, sum(r.error is not None for g in groups for r in g), timings.environment
 
 
 def measure(collectors: dict[str, Any], tok: Any, tasks: list[tuple[str, int]], group_size: int,
@@ -63,14 +65,15 @@ def measure(collectors: dict[str, Any], tok: Any, tasks: list[tuple[str, int]], 
     machine's load hits all of them alike; one untimed round each first builds every env."""
     for collector in collectors.values():
         one_round(collector, tok, tasks, group_size)
-    totals = {name: [0, 0.0, 0] for name in collectors}
+    totals = {name: [0, 0.0, 0, 0.0] for name in collectors}
     for _ in range(rounds):
         for name, collector in collectors.items():
-            steps, seconds, errors = one_round(collector, tok, tasks, group_size)
-            totals[name][0] += steps
-            totals[name][1] += seconds
-            totals[name][2] += errors
-    return {name: {"env_steps": t[0], "seconds": t[1], "steps_per_s": t[0] / t[1], "rollout_errors": t[2]}
+            for k, value in enumerate(one_round(collector, tok, tasks, group_size)):
+                totals[name][k] += value
+    # environment_s: time inside the resets and steps (for workers: the parallel calls, waiting
+    # included); the rest of a round is the trainer's own work (prompts, tokens, records)
+    return {name: {"env_steps": t[0], "seconds": t[1], "steps_per_s": t[0] / t[1], "rollout_errors": t[2],
+                   "environment_s": t[3], "trainer_side_s": t[1] - t[3]}
             for name, t in totals.items()}
 
 
