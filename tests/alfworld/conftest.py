@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import gymnasium as gym
 import pytest
+from env_fixtures import make_env_fixture
 from requirements_guard import need
 
 import rubricgym  # noqa: F401  (registers the env ids)
@@ -18,20 +18,7 @@ def _alfworld_installed():
     need("alfworld", "pip install 'rubricgym[alfworld]'")
 
 
-@pytest.fixture
-def make_env():
-    made = []
-
-    def _make(env_id: str = "ALFWorld-Rubric-v0", **kwargs):
-        kwargs.setdefault("reward", "none")
-        kwargs.setdefault("data_path", BUNDLED_ROOT)
-        env = gym.make(env_id, **kwargs)
-        made.append(env)
-        return env
-
-    yield _make
-    for env in made:
-        env.close()
+make_env = make_env_fixture("ALFWorld-Rubric-v0", reward="none", data_path=BUNDLED_ROOT)
 
 
 def wrap_action(command: str) -> str:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import gymnasium as gym
-import pytest
+from env_fixtures import make_env_fixture
 from requirements_guard import need
 
 need("bm25s", "pip install 'rubricgym[searchqa]'")
@@ -11,15 +10,4 @@ need("bm25s", "pip install 'rubricgym[searchqa]'")
 import rubricgym  # noqa: E402,F401  (registers the env ids)
 
 
-@pytest.fixture
-def make_env():
-    made = []
-
-    def _make(env_id: str = "SearchQA-Rubric-v0", **kwargs):
-        env = gym.make(env_id, **kwargs)
-        made.append(env)
-        return env
-
-    yield _make
-    for env in made:
-        env.close()
+make_env = make_env_fixture("SearchQA-Rubric-v0")

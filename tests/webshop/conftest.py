@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import gymnasium as gym
 import pytest
+from env_fixtures import make_env_fixture
 from requirements_guard import need
 
 import rubricgym  # noqa: F401  (registers the env ids)
@@ -23,15 +23,4 @@ def wrap():
     return wrap_action
 
 
-@pytest.fixture
-def make_env():
-    made = []
-
-    def _make(env_id: str = "WebShop-Rubric-v0", **kwargs):
-        env = gym.make(env_id, **kwargs)
-        made.append(env)
-        return env
-
-    yield _make
-    for env in made:
-        env.close()
+make_env = make_env_fixture("WebShop-Rubric-v0")
