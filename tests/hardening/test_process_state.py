@@ -187,3 +187,37 @@ def test_the_context_manager_restores_everything_even_on_error(tmp_path):
         logging.getLogger("rubricgym.test.created_inside").setLevel(logging.DEBUG)
         raise RuntimeError("engine broke")
     assert changes(before, snapshot()) == []
+
+
+def _numpy_state_equal(a: tuple, b: tuple) -> bool:
+    return a[0] == b[0] and np.array_equal(a[1], b[1]) and a[2:] == b[2:]
+
+
+def test_numpy_snapshots_are_exact_when_nothing_drew_and_when_something_did():
+    """The cheap NumPy snapshot (raw generator words) must give the same result as
+    get_state()/set_state(): draws inside are undone, a consumed Gaussian cache comes back,
+    and a draw by the caller between two engine calls is not taken for the old state."""
+    np.random.seed(11)
+    for inside in (lambda: None, lambda: np.random.rand(7), lambda: np.random.standard_normal(3)):
+        before = np.random.get_state()
+        with preserved_process_state():
+            inside()
+        assert _numpy_state_equal(before, np.random.get_state())
+    np.random.standard_normal()  # the caller now holds a cached Gaussian (has_gauss == 1)
+    before = np.random.get_state()
+    assert before[3] == 1
+    with preserved_process_state():
+        np.random.standard_normal()  # consumes the cache without drawing from the generator
+    assert _numpy_state_equal(before, np.random.get_state())
+    with preserved_process_state():
+        pass
+    np.random.rand(3)  # the caller draws between two engine calls
+    between = np.random.get_state()
+    with preserved_process_state():
+        np.random.rand(5)
+    assert _numpy_state_equal(between, np.random.get_state())
+    expected = np.random.rand(4)
+    np.random.set_state(between)
+    with preserved_process_state():
+        np.random.rand(5)
+    assert np.array_equal(np.random.rand(4), expected)
