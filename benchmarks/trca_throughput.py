@@ -8,6 +8,12 @@
 2. TRCAReward overhead over the raw ALFWorld step it wraps                       [< 5 %]
 3. group credit for 8 rollouts x 25 steps vs one 25-step rollout's env time      [< 1 %]
 
+Also reported: the CEL bindings' floor on the same steps -- per step only what no judge can
+skip (each changed fact value converted by ``add_variable``, the context rebuilt and the one
+batched program run: no Python bookkeeping, no change detection, no decoding). It bounds
+what any judge built on these bindings can reach on this stream, and splits it into
+conversion, and rebuild plus evaluation.
+
     .venv/bin/python benchmarks/trca_throughput.py [--games N] [--replays R] [--json OUT]
 """
 
@@ -123,6 +129,48 @@ def judgments_per_second(lib, episodes, repeat: int) -> tuple[float, float]:
     return best_wall, best_cpu
 
 
+def binding_floor(lib, episodes, repeat: int) -> dict[str, float]:
+    """Judgments per CPU second if a step cost only the bindings' unavoidable work: the
+    changed fact values (plain, found beforehand) added to one reused context, then the
+    batched program run once. Best of ``repeat``; the conversion alone is timed too."""
+    import cel
+
+    from rubricgym.trca.operators import fact_values
+
+    batch = lib.batch(range(lib.num_operators))
+    program = batch.programs[0][0]
+    steps, last = [], None
+    for binding, facts in episodes:
+        bind = {v: binding.get(f) for v, f in zip(lib.binding_variables, lib.binding_fields, strict=True)}
+        for f in facts:
+            values = fact_values(f, lib.fact_fields)
+            changed = [(name, v) for k, (name, v) in enumerate(zip(lib.fact_variables, values, strict=True))
+                       if last is None or v != last[k]]
+            steps.append((bind, changed))
+            last = values
+    context = cel.Context({**{v: None for v in lib.fact_variables}, **{v: False for v in lib.coverage_variables},
+                           **steps[0][0]})
+    n = len(steps) * lib.num_operators
+    best_all = best_convert = 0.0
+    for _ in range(repeat):
+        add = context.add_variable
+        c = time.process_time()
+        for _, changed in steps:
+            for name, value in changed:
+                add(name, value)
+        convert = time.process_time() - c
+        c = time.process_time()
+        for _, changed in steps:
+            for name, value in changed:
+                add(name, value)
+            program.execute(context)
+        total = time.process_time() - c
+        best_all, best_convert = max(best_all, n / total), max(best_convert, n / convert)
+    changed_per_step = sum(len(c) for _, c in steps) / len(steps)
+    return {"judgments_per_cpu_second": best_all, "conversion_us_per_step": 1e6 * lib.num_operators / best_convert,
+            "step_us": 1e6 * lib.num_operators / best_all, "changed_values_per_step": changed_per_step}
+
+
 def reference_per_second(lib, episodes, repeat: int) -> tuple[float, int]:
     """The straightforward path on the same steps (best of ``repeat``), and how many steps'
     judgments differ from the fast path (must be 0)."""
@@ -181,6 +229,7 @@ def main() -> int:
     jps_wall, jps = judgments_per_second(lib, episodes, args.repeat)
     reference = episodes[: len(recorded)]  # one replay is enough for the slow path
     ref_jps, differ = reference_per_second(lib, reference, max(1, args.repeat // 3))
+    floor = binding_floor(lib, episodes, args.repeat)
     raw_step = inner_s / steps
     overhead = (wrapped_s - inner_s) / inner_s
     credit = group_credit_seconds(args.repeat * 30)
@@ -194,6 +243,11 @@ def main() -> int:
         "judgments_per_cpu_second": round(jps),
         "judgments_per_wall_second": round(jps_wall),
         "judgments_target": 1_000_000,
+        "binding_floor_judgments_per_cpu_second": round(floor["judgments_per_cpu_second"]),
+        "binding_floor_us_per_step": round(floor["step_us"], 2),
+        "binding_floor_conversion_us_per_step": round(floor["conversion_us_per_step"], 2),
+        "changed_fact_values_per_step": round(floor["changed_values_per_step"], 2),
+        "judge_share_of_binding_floor": round(jps / floor["judgments_per_cpu_second"], 3),
         "straightforward_judgments_per_cpu_second": round(ref_jps),
         "speedup_over_straightforward": round(jps / max(ref_jps, 1e-9), 1),
         "steps_judged_differently": differ,
