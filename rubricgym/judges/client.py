@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
+
+import httpx
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,9 +72,64 @@ class ChatBackend(Protocol):
         """Raise ``JudgeTransportError`` when no reply could be had."""
 
 
+class ReplyTooLarge(httpx.TransportError):
+    """The server's reply body went past ``max_reply_bytes``: refused while being read."""
+
+
+class _BoundedBody(httpx.SyncByteStream):
+    """A response body that stops being read, and raises, past ``limit`` bytes."""
+
+    def __init__(self, inner: httpx.SyncByteStream, limit: int):
+        self._inner, self._limit = inner, limit
+
+    def __iter__(self) -> Iterator[bytes]:
+        read = 0
+        for chunk in self._inner:
+            read += len(chunk)
+            if read > self._limit:
+                raise ReplyTooLarge(f"the reply body exceeded {self._limit} bytes")
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class BoundedReplyTransport(httpx.HTTPTransport):
+    """httpx transport whose replies are capped in bytes: a hostile or broken server cannot
+    make the client hold an unbounded body (the openai client reads whole replies)."""
+
+    def __init__(self, max_reply_bytes: int, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.max_reply_bytes = max_reply_bytes
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_reply_bytes:
+            response.close()
+            raise ReplyTooLarge(f"the reply declares {declared} bytes, over the limit of {self.max_reply_bytes}")
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        return httpx.Response(status_code=response.status_code, headers=response.headers,
+                              stream=_BoundedBody(response.stream, self.max_reply_bytes),
+                              extensions=response.extensions, request=request)
+
+
+def _too_large(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):  # the openai client wraps transport errors; look down the chain
+        if seen is None:
+            return False
+        if isinstance(seen, ReplyTooLarge):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _retryable(exc: BaseException) -> bool:
     import openai
 
+    if _too_large(exc):  # the same server would send the same body again
+        return False
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -82,6 +140,8 @@ def _retryable(exc: BaseException) -> bool:
 def _classify(exc: BaseException) -> JudgeTransportError:
     import openai
 
+    if _too_large(exc):
+        return JudgeTransportError("reply_too_large", "the reply body was over max_reply_bytes")
     if isinstance(exc, openai.APITimeoutError):
         return JudgeTransportError("timeout", "the judge server did not answer in time")
     if isinstance(exc, openai.APIConnectionError):
@@ -107,6 +167,8 @@ class OpenAIChatBackend:
             api_key=key or "no-key",  # local servers ignore it; the openai client insists on one
             max_retries=0,  # retries are ours: bounded, classified, counted
             timeout=settings.timeout_s,
+            http_client=httpx.Client(transport=BoundedReplyTransport(settings.max_reply_bytes),
+                                     timeout=settings.timeout_s),
         )
         self.enforces_schema = settings.response_format in (
             ResponseFormat.JSON_SCHEMA,

@@ -69,6 +69,7 @@ class ScriptedJudgeServer:
         self.reply_text = ""  # the content of every "text" mode reply
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.bytes_flooded: list[int] = []  # per flooding reply: bytes written before the client hung up
         self._lock = threading.Lock()
         self._stop = threading.Event()
         server = self
@@ -106,6 +107,29 @@ class ScriptedJudgeServer:
                     with server._lock:
                         server.in_flight -= 1
 
+            def _flood(self, declared: bool, total: int = 256 << 20) -> None:
+                """Up to 256 MiB of a JSON string, with or without a Content-Length, until
+                the client hangs up; records how much was written."""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if declared:
+                    self.send_header("Content-Length", str(total))
+                else:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                chunk, sent = b"x" * (64 << 10), 0
+                try:
+                    self.wfile.write(b'{"id": "')
+                    while sent < total:
+                        self.wfile.write(chunk)
+                        sent += len(chunk)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    with server._lock:
+                        server.bytes_flooded.append(sent)
+                    self.close_connection = True
+
             def _respond(self, mode: str, body: dict[str, Any]) -> None:
                 if mode == "500":
                     return self._send(500, b'{"error": {"message": "internal error"}}')
@@ -116,6 +140,8 @@ class ScriptedJudgeServer:
                     return
                 if mode == "bad_body":
                     return self._send(200, b"<html>not json</html>", "text/html")
+                if mode in ("huge_declared", "huge_streamed"):  # a body far past any sane reply
+                    return self._flood(declared=mode == "huge_declared")
                 if mode == "text":  # a fixed (hostile) reply, e.g. deeply nested JSON
                     text = server.reply_text
                 else:

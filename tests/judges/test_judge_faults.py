@@ -154,3 +154,21 @@ def test_settings_come_from_the_environment(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.setenv("RUBRICGYM_JUDGE_API_KEY", SECRET + "2")  # the documented fallback variable
     assert JudgeSettings().api_key().get_secret_value() == SECRET + "2"
+
+
+def test_oversized_reply_is_refused_while_read_and_not_retried(scripted_server, settings_for):
+    """A server that floods the judge (declared or streamed without a length) gets a
+    classified 'reply_too_large' per call, no retries, and the client stops reading near
+    the limit instead of holding the body."""
+    for mode in ("huge_declared", "huge_streamed"):
+        srv = scripted_server(mode)
+        judge = static_judge(settings_for(srv, max_reply_bytes=256 << 10, max_transport_retries=2, concurrency=1))
+        res = judge.score_group("x", trajs(1), "static/credit")
+        assert all_unanswered(res), mode
+        assert "reply_too_large" in res.rollouts[0].judge_errors[0], res.rollouts[0].judge_errors
+        assert srv.count() == 1, f"{mode}: an oversized reply must not be asked for again"
+        assert judge.ledger.summary()["total"]["transport_failures"] == 1
+        deadline = time.monotonic() + 10
+        while not srv.bytes_flooded and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert srv.bytes_flooded and srv.bytes_flooded[0] < (256 << 20), f"{mode}: the client read the whole flood"
