@@ -16,6 +16,7 @@ from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_a
 
 from rubricgym.adapters.searchqa.data import Passage
 from rubricgym.adapters.searchqa.retrieval import MAX_QUERY_CHARS, Hit
+from rubricgym.bounded_http import DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge, bounded_http_client
 
 
 class RetrievalUnavailable(RuntimeError):
@@ -30,7 +31,7 @@ class HTTPRetriever:
     """Search-R1 ``/retrieve`` client; ``document`` knows only passages it has returned."""
 
     def __init__(self, url: str, timeout: float = 10.0, attempts: int = 3, backoff: float = 0.5,
-                 path: str = "/retrieve"):
+                 path: str = "/retrieve", max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"retrieval server url must start with http:// or https://, got {url!r}")
         if attempts < 1 or timeout <= 0:
@@ -39,7 +40,7 @@ class HTTPRetriever:
         self.timeout = timeout
         self.attempts = attempts
         self.backoff = backoff
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout), trust_env=False)
+        self._client = bounded_http_client(max_reply_bytes, httpx.Timeout(timeout), trust_env=False)
         self._seen: dict[str, dict[str, Passage]] = {}
 
     def _post(self, payload: dict[str, Any]) -> Any:
@@ -47,6 +48,8 @@ class HTTPRetriever:
             response = self._client.post(self.url, json=payload)
         except httpx.TimeoutException as exc:
             raise _Transient(f"no answer within {self.timeout:g}s ({type(exc).__name__})") from exc
+        except ReplyTooLarge as exc:  # the same server would send it again: not transient
+            raise RetrievalUnavailable(f"{self.url}: {exc}") from exc
         except httpx.TransportError as exc:
             raise _Transient(f"cannot connect ({type(exc).__name__}: {exc})") from exc
         if response.status_code >= 500:

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from rubricgym.adapters.tau_bench.engine import Task, Tool, ToolMessage, UserMessage
+from rubricgym.bounded_http import DEFAULT_MAX_REPLY_BYTES, bounded_http_client
 from tau2.data_model.message import MultiToolMessage, ToolCall
 from tau2.user.base import STOP, TRANSFER, UserState
 from tau2.user.user_simulator import UserSimulator
@@ -143,6 +144,7 @@ class LLMUserSettings(BaseModel):
     seed: int | None = 0
     max_tokens: int = Field(200, ge=1)
     timeout_s: float = Field(60.0, gt=0)
+    max_reply_bytes: int = Field(DEFAULT_MAX_REPLY_BYTES, gt=0, description="larger replies are refused while read")
     max_transport_retries: int = Field(3, ge=0)
     backoff_initial_s: float = Field(0.5, ge=0)
     backoff_max_s: float = Field(8.0, ge=0)
@@ -151,7 +153,7 @@ class LLMUserSettings(BaseModel):
     @classmethod
     def from_judge_settings(cls, judge: Any, **overrides: Any) -> LLMUserSettings:
         """Same server, model and transport limits as a ``JudgeSettings`` (its key stays with it)."""
-        fields = {k: getattr(judge, k) for k in ("base_url", "model", "temperature", "top_p", "seed", "timeout_s",
+        fields = {k: getattr(judge, k) for k in ("base_url", "model", "temperature", "top_p", "seed", "timeout_s", "max_reply_bytes",
                                                  "max_transport_retries", "backoff_initial_s", "backoff_max_s")}
         return cls(**{**fields, **overrides})
 
@@ -174,13 +176,15 @@ class LLMUser(UserSimulator):
 
             key = os.environ.get(self.settings.api_key_env, "")
             self._client = openai.OpenAI(base_url=self.settings.base_url, api_key=key or "no-key",
-                                         max_retries=0, timeout=self.settings.timeout_s)
+                                         max_retries=0, timeout=self.settings.timeout_s,
+                                         http_client=bounded_http_client(self.settings.max_reply_bytes,
+                                                                         self.settings.timeout_s))
         return self._client
 
     def _request(self, messages: list[dict[str, Any]]) -> Any:
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-        from rubricgym.judges.client import _classify, _retryable
+        from rubricgym.judges.client import classify_transport_error, retryable_transport_error
 
         kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
                                   "max_tokens": self.settings.max_tokens, "temperature": self.settings.temperature}
@@ -190,7 +194,7 @@ class LLMUser(UserSimulator):
             kwargs["seed"] = self._seed
         if self.tools and self.settings.send_tools:
             kwargs["tools"] = [t.openai_schema for t in self.tools]
-        retrying = Retrying(retry=retry_if_exception(_retryable),
+        retrying = Retrying(retry=retry_if_exception(retryable_transport_error),
                             stop=stop_after_attempt(self.settings.max_transport_retries + 1),
                             wait=wait_exponential(multiplier=self.settings.backoff_initial_s,
                                                   max=self.settings.backoff_max_s), reraise=True)
@@ -199,7 +203,7 @@ class LLMUser(UserSimulator):
                 with attempt:
                     return self.client().chat.completions.create(**kwargs)
         except Exception as exc:  # classified; never echoes headers or the key
-            raise UserSimulatorFailure(f"user simulator: {_classify(exc)}") from None
+            raise UserSimulatorFailure(f"user simulator: {classify_transport_error(exc)}") from None
         raise UserSimulatorFailure("user simulator: no attempt")  # pragma: no cover
 
     def _generate_next_message(self, message: Any, state: UserState) -> tuple[UserMessage, UserState]:

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
-import httpx
+from rubricgym.bounded_http import ReplyTooLarge, bounded_http_client
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -72,48 +71,6 @@ class ChatBackend(Protocol):
         """Raise ``JudgeTransportError`` when no reply could be had."""
 
 
-class ReplyTooLarge(httpx.TransportError):
-    """The server's reply body went past ``max_reply_bytes``: refused while being read."""
-
-
-class _BoundedBody(httpx.SyncByteStream):
-    """A response body that stops being read, and raises, past ``limit`` bytes."""
-
-    def __init__(self, inner: httpx.SyncByteStream, limit: int):
-        self._inner, self._limit = inner, limit
-
-    def __iter__(self) -> Iterator[bytes]:
-        read = 0
-        for chunk in self._inner:
-            read += len(chunk)
-            if read > self._limit:
-                raise ReplyTooLarge(f"the reply body exceeded {self._limit} bytes")
-            yield chunk
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-class BoundedReplyTransport(httpx.HTTPTransport):
-    """httpx transport whose replies are capped in bytes: a hostile or broken server cannot
-    make the client hold an unbounded body (the openai client reads whole replies)."""
-
-    def __init__(self, max_reply_bytes: int, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.max_reply_bytes = max_reply_bytes
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        response = super().handle_request(request)
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_reply_bytes:
-            response.close()
-            raise ReplyTooLarge(f"the reply declares {declared} bytes, over the limit of {self.max_reply_bytes}")
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        return httpx.Response(status_code=response.status_code, headers=response.headers,
-                              stream=_BoundedBody(response.stream, self.max_reply_bytes),
-                              extensions=response.extensions, request=request)
-
-
 def _too_large(exc: BaseException) -> bool:
     seen: BaseException | None = exc
     for _ in range(8):  # the openai client wraps transport errors; look down the chain
@@ -125,7 +82,8 @@ def _too_large(exc: BaseException) -> bool:
     return False
 
 
-def _retryable(exc: BaseException) -> bool:
+def retryable_transport_error(exc: BaseException) -> bool:
+    """Worth asking again: timeouts, connection errors, 429 and 5xx (not an oversized reply)."""
     import openai
 
     if _too_large(exc):  # the same server would send the same body again
@@ -137,7 +95,8 @@ def _retryable(exc: BaseException) -> bool:
     return False
 
 
-def _classify(exc: BaseException) -> JudgeTransportError:
+def classify_transport_error(exc: BaseException) -> JudgeTransportError:
+    """An openai/httpx failure as a ``JudgeTransportError`` whose kind names what happened."""
     import openai
 
     if _too_large(exc):
@@ -167,8 +126,7 @@ class OpenAIChatBackend:
             api_key=key or "no-key",  # local servers ignore it; the openai client insists on one
             max_retries=0,  # retries are ours: bounded, classified, counted
             timeout=settings.timeout_s,
-            http_client=httpx.Client(transport=BoundedReplyTransport(settings.max_reply_bytes),
-                                     timeout=settings.timeout_s),
+            http_client=bounded_http_client(settings.max_reply_bytes, settings.timeout_s),
         )
         self.enforces_schema = settings.response_format in (
             ResponseFormat.JSON_SCHEMA,
@@ -226,7 +184,7 @@ class OpenAIChatBackend:
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
         retrying = Retrying(
-            retry=retry_if_exception(_retryable),
+            retry=retry_if_exception(retryable_transport_error),
             stop=stop_after_attempt(self.settings.max_transport_retries + 1),
             wait=wait_exponential(multiplier=self.settings.backoff_initial_s, max=self.settings.backoff_max_s),
             reraise=True,
@@ -238,7 +196,7 @@ class OpenAIChatBackend:
         except JudgeTransportError:
             raise
         except Exception as exc:  # classified; the message never includes request headers
-            err = _classify(exc)
+            err = classify_transport_error(exc)
             log.warning("judge call (%s) failed: %s", request.phase, err)
             raise err from None
         raise JudgeTransportError("no_attempt", "retry loop ended without a call")  # pragma: no cover

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rubricgym.bounded_http import DEFAULT_MAX_REPLY_BYTES
 from rubricgym.secret_refs import read_secret, refuse_inline_secrets
 
 
@@ -55,7 +56,7 @@ class JudgeSettings(BaseSettings):
     max_tokens_merge: int = 700
     max_tokens_score: int = Field(1200, description="enough for ~12 criteria with reasons")
     timeout_s: float = Field(60.0, gt=0, description="per HTTP call")
-    max_reply_bytes: int = Field(4 << 20, gt=0, description="a reply body larger than this is refused while it "
+    max_reply_bytes: int = Field(DEFAULT_MAX_REPLY_BYTES, gt=0, description="a reply body larger than this is refused while it "
                                  "is read (never held whole), recorded as reply_too_large and not retried")
     max_transport_retries: int = Field(3, ge=0, description="retries on connection errors, timeouts, 429, 5xx")
     backoff_initial_s: float = Field(0.5, ge=0)

@@ -38,6 +38,25 @@ FAILING = textwrap.dedent("""
     srv = HTTPServer(("127.0.0.1", 0), H); print(srv.server_address[1], flush=True); srv.serve_forever()
 """)
 
+FLOODING = textwrap.dedent("""
+    import sys
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+    DECLARED = sys.argv[1] == "declared"
+    class H(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200); self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(256 << 20)) if DECLARED else self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                for _ in range(4096):
+                    self.wfile.write(b"[" * (64 << 10))   # 256 MiB of a reply, if anyone reads it
+            except OSError:
+                pass
+        def log_message(self, *a): pass
+    srv = HTTPServer(("127.0.0.1", 0), H); print(srv.server_address[1], flush=True); srv.serve_forever()
+""")
+
 
 def _spawn(args: list[str]) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-W", "ignore", *args], stdout=subprocess.PIPE, text=True)
@@ -139,6 +158,17 @@ def test_hanging_server_times_out_as_a_labelled_engine_failure(spawn):
 @pytest.mark.timeout(60)
 def test_failing_server_is_retried_then_labelled(spawn):
     _assert_labelled_failure(spawn(FAILING), "HTTP 503")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("how", ["declared", "streamed"])
+def test_flooding_server_is_refused_while_read(spawn, how):
+    """A reply past max_reply_bytes is refused (by its Content-Length, or as soon as the
+    body passes the limit), once, as an unavailable server: never held whole, not retried."""
+    client = HTTPRetriever(spawn(FLOODING.replace("sys.argv[1]", repr(how))), attempts=3, max_reply_bytes=1 << 20)
+    with pytest.raises(RetrievalUnavailable, match="bytes"):
+        client.search("river town", 3)
+    client.close()
 
 
 def test_client_rejects_bad_settings():
