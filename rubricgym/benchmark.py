@@ -48,11 +48,14 @@ def model_ref(model: type) -> Ref:
 
 @dataclass(frozen=True)
 class EnvIdSpec:
-    """One gymnasium id of a benchmark and the adapter keyword arguments behind it."""
+    """One gymnasium id of a benchmark and the adapter keyword arguments behind it.
+    ``eval_id`` names the id of held-out tasks for this one (never trained on): the trainer
+    evaluates there."""
 
     id: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    eval_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,10 @@ class BenchmarkSpec:
             raise TypeError(f"{self.name}: binding_model must be a TaskBinding subclass")
         if self.env_ids and not self.adapter:
             raise ValueError(f"{self.name}: env ids need an adapter reference")
+        ids = {e.id for e in self.env_ids}
+        for env in self.env_ids:
+            if env.eval_id is not None and (env.eval_id not in ids or env.eval_id == env.id):
+                raise ValueError(f"{self.name}: {env.id}'s eval_id {env.eval_id!r} must be another of its env ids")
         if self.facts_model.benchmark != self.name:
             raise ValueError(f"{self.name}: facts_model.benchmark is {self.facts_model.benchmark!r}; "
                              "it must equal the spec's name so stored trajectories load back typed")

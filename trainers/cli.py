@@ -46,35 +46,50 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
 def format_summary(summary: dict) -> str:
     def pct(d: dict, k: str) -> str:
-        return f"{100 * d[k]:.0f}%" if k in d else "n/a"
+        return f"{100 * d[k]:.0f}%" if d.get(k) is not None else "n/a"
 
     def num(d: dict, k: str) -> str:
-        return f"{d[k]:+.4f}" if k in d else "n/a"
+        return f"{d[k]:+.4f}" if d.get(k) is not None else "n/a"
 
-    before, after = summary.get("before", {}), summary.get("after", {})
-    warm, mid = summary.get("warmup"), summary.get("after_warmup")
+    def success(d: dict, k: str) -> str:
+        if "successes" not in d:
+            return "n/a"
+        return (f"{d['successes']}/{d['episodes']} {100 * d['success_rate']:.0f}% [{100 * d['success_ci95_low']:.0f}-"
+                f"{100 * d['success_ci95_high']:.0f}%]")
+
+    def steps(d: dict, k: str) -> str:
+        return f"{d[k]:.1f}" if k in d else "n/a"
+
+    warm = summary.get("warmup")
     lines = [f"Trained {summary['iterations']} iteration(s) with '{summary['advantage']}' advantages."]
     if warm:
+        entropy = f", policy entropy {warm['policy_entropy']:.3f} nats" if "policy_entropy" in warm else ""
         lines.append(f"  warm start: {warm.get('steps')} steps on {warm.get('demonstrations')} expert demonstrations "
                      f"from {len(warm.get('games', []))} train games, loss {warm.get('loss_first', 0):.3f} -> "
-                     f"{warm.get('loss_last', 0):.3f} ({warm.get('time_s', 0):.0f} s)")
-    if after:
-        lines.append(f"  evaluated on {summary.get('eval_split', 'the first iteration tasks')}: "
-                     f"{', '.join(summary.get('eval_tasks', []))}")
-        cols = [("before", before)] + ([("after warm start", mid)] if mid else []) + [("after RL", after)]
-        lines.append("  " + " " * 18 + "".join(f"{name:>18}" for name, _ in cols))
-        for label, key, fmt in (("parsed <action>", "action_parsed_rate", pct), ("success rate", "success_rate", pct),
-                                ("mean TRCA reward", "trca_reward_mean", num), ("mean return", "return_mean", num)):
-            lines.append(f"  {label:<18}" + "".join(f"{fmt(d, key):>18}" for _, d in cols))
-    else:
-        lines.append(f"  first iteration: success {pct(before, 'success_rate')}, "
-                     f"mean TRCA reward {num(before, 'trca_reward_mean')}")
+                     f"{warm.get('loss_last', 0):.3f} ({warm.get('time_s', 0):.0f} s{entropy})")
+    cols = [(name, summary[key]) for name, key in (("before", "before"), ("after warm start", "after_warmup"),
+                                                    ("after RL", "after")) if key in summary]
+    if cols:
+        tasks = summary.get("eval_tasks", [])
+        lines.append(f"  evaluated on {summary.get('eval_split', 'n/a')} ({len(tasks)} tasks, "
+                     f"{summary.get('eval_decoding', 'n/a')} decoding):")
+        lines.append("  " + " " * 22 + "".join(f"{name:>20}" for name, _ in cols))
+        for label, key, fmt in (("success [95% Wilson]", "success_rate", success),
+                                ("parsed <action>", "action_parsed_rate", pct),
+                                ("mean TRCA reward", "trca_reward_mean", num), ("mean return", "return_mean", num),
+                                ("mean steps", "steps_mean", steps)):
+            lines.append(f"  {label:<22}" + "".join(f"{fmt(d, key):>20}" for _, d in cols))
     lines.append(f"  {summary.get('trained_samples', 0)} step samples trained; last KL to the base model "
-                 f"{summary.get('final_kl', 0.0):.5f}")
+                 f"{summary.get('final_kl', 0.0):.5f}; groups with differing rollouts "
+                 f"{100 * summary.get('distinct_group_share', 0.0):.0f}%")
     if not summary.get("trained_samples") and summary["advantage"].startswith("trca"):
         lines.append("  (no step had a parsed <action> with a nonzero advantage: TRCA trains action tokens only,"
                      " so nothing was updated; see docs/trainer.md, 'Known limits')")
-    lines.append(f"Run directory: {summary['run_dir']} (metrics.jsonl, trajectories/, checkpoints, tensorboard/)")
+    if "wall_s" in summary:
+        lines.append(f"  wall time {summary['wall_s'] / 60:.1f} min (warm start, evaluations and RL; load average "
+                     f"{summary.get('load_average_end', [0])[0]:.2f} at the end)")
+    lines.append(f"Run directory: {summary['run_dir']} (metrics.jsonl, evaluations.json, trajectories/, checkpoints, "
+                 "tensorboard/)")
     return "\n".join(lines)
 
 
@@ -82,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("RUBRICGYM_LOG", "WARNING"))
     from rubricgym.trainers.checkpoint import CheckpointError
     from rubricgym.trainers.config import dump_config, load_config
+    from rubricgym.trainers.distributed import RankFailure
     from rubricgym.trainers.run_files import load_run_config
     from rubricgym.trainers.trainer import CONFIG_FILE, Trainer
 
@@ -123,17 +139,27 @@ def run(args: argparse.Namespace) -> int:
               "iterations); to train longer: --resume RUN_DIR --iterations N with N > "
               f"{config.run.iterations}")
         return 0
-    print(f"rubricgym train: {config.model.name} on {config.env.id if not config.env.factory else config.env.factory} "
-          f"({len(trainer.tasks)} tasks, device {trainer.device}), advantage '{config.algorithm.advantage}', "
-          f"{config.algorithm.tasks_per_iteration} tasks x G={config.algorithm.group_size}, "
-          f"{config.run.iterations} iterations -> {trainer.run_dir}", flush=True)
+    main = trainer.ranks.is_main  # several processes: rank 0 speaks for the run
+    if main:
+        print(f"rubricgym train: {config.model.name} on {config.env.id if not config.env.factory else config.env.factory} "
+              f"({len(trainer.tasks)} tasks, device {trainer.device}"
+              f"{f', {trainer.ranks.world_size} processes' if trainer.ranks.distributed else ''}), "
+              f"advantage '{config.algorithm.advantage}', "
+              f"{config.algorithm.tasks_per_iteration} tasks x G={config.algorithm.group_size}, "
+              f"{config.run.iterations} iterations -> {trainer.run_dir}", flush=True)
     try:
         summary = trainer.train(stop_after=args.stop_after)
     except KeyboardInterrupt:
         print(f"\ninterrupted; resume with: rubricgym train --resume {trainer.run_dir}", file=sys.stderr)
         return 130
+    except RankFailure as exc:
+        print(f"rubricgym train: stopped: {exc}; resume with: rubricgym train --resume {trainer.run_dir}",
+              file=sys.stderr, flush=True)
+        return 3
     finally:
         trainer.close()
+    if not main:
+        return 0
     if "stopped_after" in summary:
         print(f"stopped after iteration {summary['stopped_after']}; resume with: "
               f"rubricgym train --resume {summary['run_dir']}")

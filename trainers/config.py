@@ -40,7 +40,8 @@ class EnvSettings(_Section):
     id: str = Field(DEFAULT_ENV_ID, description="a gymnasium id of a rubricgym env")
     factory: str | None = Field(None, description="'module:callable' returning a gym.Env (overrides id)")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gym.make / the factory")
-    max_steps: int = Field(3, ge=1, description="step budget per episode")
+    max_steps: int = Field(10, ge=1, description="step budget per episode (the main job's expert plans take 3-9 "
+                           "steps)")
     tasks: list[str] | None = Field(None, description="task ids to train on (default: all the env offers)")
     num_tasks: int | None = Field(None, ge=1, description="use only the first N task ids")
     workers: int = Field(0, ge=0, description="0: envs step in the trainer's process; N: N env worker processes "
@@ -73,7 +74,7 @@ class GenerationSettings(_Section):
                               "(vLLM's /v1/load_lora_adapter; unverified)")
     server_concurrency: int = Field(8, ge=1, description="'openai' backend: requests in flight")
     server_timeout_s: float = Field(300.0, gt=0.0)
-    max_new_tokens: int = Field(64, ge=1)
+    max_new_tokens: int = Field(48, ge=1)
     temperature: float = Field(1.0, gt=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     top_k: int = Field(0, ge=0, description="0 disables top-k")
@@ -87,7 +88,7 @@ class AlgorithmSettings(_Section):
         description="grpo | trca | trca_no_rf | trca_no_rb | draco | draco_static | draco_static_credit | draco_dynamic",
     )
     group_size: int = Field(4, ge=1, description="G rollouts per task, identical initial state")
-    tasks_per_iteration: int = Field(2, ge=1)
+    tasks_per_iteration: int = Field(1, ge=1)
     lr: float = Field(5e-5, gt=0.0)
     weight_decay: float = Field(0.0, ge=0.0)
     warmup_iterations: int = Field(0, ge=0)
@@ -128,13 +129,24 @@ class WarmupSettings(_Section):
 
     enabled: bool | None = Field(
         None, description="None: on when the env's adapter offers expert_plan(); true: required; false: off")
-    games: int = Field(8, ge=1, description="train tasks whose expert plans are demonstrated (never the eval tasks)")
-    steps: int = Field(20, ge=1, description="optimizer steps")
-    batch_size: int = Field(2, ge=1, description="demonstrations per optimizer step")
-    micro_batch_size: int = Field(2, ge=1)
-    lr: float = Field(2e-3, gt=0.0)
+    games: int = Field(24, ge=1, description="train tasks whose expert plans are demonstrated (never the eval tasks)")
+    steps: int = Field(16, ge=1, description="optimizer steps (few: the policy must keep room to explore)")
+    batch_size: int = Field(4, ge=1, description="demonstrations per optimizer step")
+    micro_batch_size: int = Field(4, ge=1)
+    lr: float = Field(1e-3, gt=0.0)
     max_grad_norm: float = Field(1.0, gt=0.0)
     evaluate: bool = Field(True, description="evaluate the policy before and after the warm start")
+
+
+class EvaluationSettings(_Section):
+    """Held-out evaluation before training, after the warm start and after RL (greedy, batched)."""
+
+    env_id: str | None = Field(
+        None, description="env id of the held-out tasks (default: the eval_id the benchmark's spec pairs with "
+        "env.id; without one, the train tasks of RL iteration 1, marked as not held out)")
+    tasks: list[str] | None = Field(None, description="task ids to evaluate (default: all the held-out env offers)")
+    num_tasks: int | None = Field(None, ge=1, description="evaluate only the first N task ids")
+    greedy: bool = Field(True, description="greedy decoding (false: sample as in training)")
 
 
 class JudgeSettings(_Section):
@@ -161,13 +173,14 @@ class JudgeSettings(_Section):
 class RunSettings(_Section):
     output_dir: str = "runs"
     name: str | None = Field(None, description="run folder name (default: a timestamp)")
-    iterations: int = Field(2, ge=1)
+    iterations: int = Field(3, ge=1)
     seed: int = 0
     checkpoint_every: int = Field(1, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
     trajectories_every: int = Field(1, ge=1, description="write sampled trajectories every N iterations")
     report_every: int = Field(0, ge=0, description="refresh the run folder's report.html every N iterations (0: off)")
-    evaluate_after: bool = Field(True, description="re-run the first iteration's tasks greedily-sampled after training")
+    evaluate_after: bool = Field(True, description="evaluate on the held-out tasks before and after training "
+                                 "(see the evaluation section)")
     tensorboard: bool = True
     progress: bool = True
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the usable CPUs, at most 2)")
@@ -182,6 +195,7 @@ class TrainConfig(_Section):
     algorithm: AlgorithmSettings = Field(default_factory=AlgorithmSettings)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     warmup: WarmupSettings = Field(default_factory=WarmupSettings)
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     run: RunSettings = Field(default_factory=RunSettings)
 
 

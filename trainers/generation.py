@@ -48,12 +48,14 @@ def cut_response(ids: Sequence[int], stops: Sequence[int]) -> list[int]:
 
 
 class HFGenerator:
-    """Sampling with ``transformers.generate`` on the (peft) training model."""
+    """Sampling with ``transformers.generate`` on the (peft) training model; ``greedy``
+    decodes the most likely tokens instead (held-out evaluation)."""
 
-    def __init__(self, model: Any, tokenizer: Any, settings: GenerationSettings):
+    def __init__(self, model: Any, tokenizer: Any, settings: GenerationSettings, greedy: bool = False):
         self.model = model
         self.tokenizer = tokenizer
         self.settings = settings
+        self.greedy = greedy
         self.stops = stop_token_ids(tokenizer, model)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stops[0]
         self.generated_tokens = 0
@@ -83,14 +85,14 @@ class HFGenerator:
             attention[row, width - len(p) :] = 1
         was_training = self.model.training
         self.model.eval()
+        sampling = ({"do_sample": False, "temperature": None, "top_p": None, "top_k": None} if self.greedy else
+                    {"do_sample": True, "temperature": self.settings.temperature, "top_p": self.settings.top_p,
+                     "top_k": self.settings.top_k or None})
         try:
             sampled = self.model.generate(
                 input_ids=input_ids.to(device),
                 attention_mask=attention.to(device),
-                do_sample=True,
-                temperature=self.settings.temperature,
-                top_p=self.settings.top_p,
-                top_k=self.settings.top_k or None,
+                **sampling,
                 max_new_tokens=self.settings.max_new_tokens,
                 eos_token_id=self.stops,
                 pad_token_id=self.pad_id,

@@ -152,15 +152,17 @@ class RolloutCollector:
         self.envs = []
 
     def collect(self, generator: Generator, tasks: Sequence[tuple[str, int]], group_size: int,
-                timings: RolloutTimings | None = None) -> list[list[Rollout]]:
-        """One group of ``group_size`` rollouts per ``(task_id, seed)``."""
+                timings: RolloutTimings | None = None,
+                progress: Callable[[int, int], None] | None = None) -> list[list[Rollout]]:
+        """One group of ``group_size`` rollouts per ``(task_id, seed)``; ``progress(turn, active)``
+        is called after each turn (progress bars)."""
         timings = timings or RolloutTimings()
         t0 = time.perf_counter()
         jobs = [(task_id, seed, g, m) for g, (task_id, seed) in enumerate(tasks) for m in range(group_size)]
         live = self._start_all(jobs)
         timings.environment += time.perf_counter() - t0
 
-        for _ in range(self.max_steps):
+        for turn in range(self.max_steps):
             active = [x for x in live if not x.done]
             if not active:
                 break
@@ -173,6 +175,8 @@ class RolloutCollector:
             timings.prompt_tokens += sum(len(p) for p in prompts)
             timings.response_tokens += sum(len(r) for r in responses)
             self._step_all(active, prompts, responses, timings)
+            if progress is not None:
+                progress(turn + 1, sum(not x.done for x in live))
         for x in live:
             if not x.done:  # a foreign env that ignores the step budget
                 x.done = True

@@ -13,6 +13,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.checkpoint import atomic_write_text, latest_checkpoint, restore_latest, save_checkpoint
 from rubricgym.trainers.config import TrainConfig, dump_config
 from rubricgym.trainers.env_workers import build_collector
+from rubricgym.trainers.evaluation import EvalResult, Evaluator, build_evaluator, distinct_group_share, policy_entropy
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
 from rubricgym.trainers.rollout import Rollout, RolloutTimings, available_tasks, make_env_factory
 from rubricgym.trainers.run_files import cut_metrics, load_run_config, read_metrics_lines
@@ -37,8 +39,7 @@ CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
 SUMMARY_FILE = "summary.json"
 WARMUP_FILE = "warmup.json"
-EVAL_SPLIT = "train: the tasks and sampling seed of RL iteration 1"
-SUMMARY_KEYS = ("success_rate", "return_mean", "trca_reward_mean", "action_parsed_rate")
+EVALUATIONS_FILE = "evaluations.json"
 
 
 def default_threads() -> int:
@@ -77,6 +78,7 @@ def group_metrics(groups: Sequence[Sequence[Rollout]], prefix: str = "") -> dict
         f"{prefix}action_parsed_rate": float(np.mean(parsed)) if parsed else 0.0,
         f"{prefix}response_tokens_mean": float(np.mean([len(s.response_ids) for s in steps])) if steps else 0.0,
         f"{prefix}rollout_errors": float(sum(r.error is not None for r in rollouts)),
+        f"{prefix}distinct_group_share": distinct_group_share(groups),
     }
     if trca:
         out[f"{prefix}trca_reward_mean"] = float(np.mean(trca))
@@ -243,7 +245,24 @@ class Trainer:
     def rollouts(self, tasks: Sequence[tuple[str, int]], sample_seed: int,
                  timings: RolloutTimings) -> list[list[Rollout]]:
         torch.manual_seed(sample_seed)
-        return self.collector.collect(self.generator, tasks, self.config.algorithm.group_size, timings)
+        bar = None
+        if self.config.run.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=self.config.env.max_steps, desc=f"rollouts ({len(tasks)}x{self.config.algorithm.group_size})",
+                       unit="turn", dynamic_ncols=True, leave=False)
+
+        def tick(turn: int, active: int) -> None:
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix({"playing": active})
+
+        try:
+            return self.collector.collect(self.generator, tasks, self.config.algorithm.group_size, timings,
+                                          progress=tick)
+        finally:
+            if bar is not None:
+                bar.close()
 
     def train_iteration(self) -> dict[str, float]:
         cfg = self.config
@@ -305,10 +324,34 @@ class Trainer:
         except Exception:
             log.exception("writing the run report failed (the run goes on)")
 
-    # ---- format warm-up (once, before RL) ------------------------------------------------
-    def eval_tasks(self) -> list[tuple[str, int]]:
-        return self.tasks_for(0, self.config.algorithm.tasks_per_iteration)
+    # ---- held-out evaluation -----------------------------------------------------------
+    @cached_property
+    def held_out(self) -> Evaluator:
+        """The evaluation plan and its envs (built on first use): the benchmark's held-out
+        tasks, or the train tasks of RL iteration 1 when it declares none."""
+        cfg = self.config
+        return build_evaluator(cfg, self.model, self.tokenizer, lambda k: derive_seed(cfg.run.seed, 4049, k),
+                               lambda: self.tasks_for(0, cfg.algorithm.tasks_per_iteration), self.env_fn)
 
+    def eval_tasks(self) -> list[tuple[str, int]]:
+        return list(self.held_out.plan.tasks)
+
+    def evaluations(self) -> dict[str, Any]:
+        """``evaluations.json``: label -> the full result (per task), kept across resumes."""
+        path = self.run_dir / EVALUATIONS_FILE
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+    def evaluate_held_out(self, label: str, phase: str = "eval") -> EvalResult:
+        """Evaluate on the plan's tasks (greedy, batched), record it and log its numbers."""
+        result = self.held_out.run(label, derive_seed(self.config.run.seed, 104729, 1), self.config.run.progress)
+        record = self.evaluations()
+        record[label] = result.model_dump(mode="json")
+        atomic_write_text(self.run_dir / EVALUATIONS_FILE, json.dumps(record, indent=2))
+        self._log({"phase": phase, "iteration": self.iteration, "eval": label,
+                   **{k: v for k, v in result.metrics().items() if isinstance(v, (int, float))}})
+        return result
+
+    # ---- format warm-up (once, before RL) ------------------------------------------------
     def warmup_wanted(self) -> bool:
         enabled = self.config.warmup.enabled
         if enabled is None:
@@ -316,30 +359,34 @@ class Trainer:
         return enabled
 
     def warm_start(self) -> dict[str, Any]:
-        """Evaluate, behaviour-clone the expert on train games that are not eval tasks,
+        """Evaluate, behaviour-clone the expert on train games that are never evaluated,
         evaluate again, checkpoint as iteration 0 (so --resume never repeats it)."""
         cfg = self.config
-        eval_tasks = self.eval_tasks()
-        eval_seed = derive_seed(cfg.run.seed, 104729, 1)
-        held = {t for t, _ in eval_tasks}
+        plan = self.held_out.plan
+        held = {t for t, _ in plan.tasks}
         games = [t for t in self.tasks if t not in held][: cfg.warmup.games]
         if not games:
             raise ValueError("the warm start needs train tasks other than the evaluation tasks; "
                              "lower algorithm.tasks_per_iteration or offer more tasks")
-        record: dict[str, Any] = {"games": games, "eval_tasks": [t for t, _ in eval_tasks], "eval_split": EVAL_SPLIT}
+        record: dict[str, Any] = {"games": games, "eval_tasks": [t for t, _ in plan.tasks], "eval_split": plan.split}
         t0 = time.perf_counter()
         if cfg.warmup.evaluate:
-            record["before"] = self.evaluate(eval_tasks, eval_seed)
-            self._log({"phase": "warmup", "iteration": 0, "eval": "before", **record["before"]})
+            record["before"] = self.evaluate_held_out("before", phase="warmup").metrics()
         demos = collect_demonstrations(self.env_fn, self.tokenizer, cfg.prompt, games,
-                                       derive_seed(cfg.run.seed, 31337), stop_token_ids(self.tokenizer, self.model))
-        history = run_warmup(self.model, demos, cfg.warmup, self.pad_id, derive_seed(cfg.run.seed, 271828), self._log)
+                                       derive_seed(cfg.run.seed, 31337), stop_token_ids(self.tokenizer, self.model),
+                                       progress=cfg.run.progress)
+        history = run_warmup(self.model, demos, cfg.warmup, self.pad_id, derive_seed(cfg.run.seed, 271828), self._log,
+                             progress=cfg.run.progress)
         self.generator.sync_weights(self.model, 0)
         record.update({"demonstrations": len(demos), "steps": len(history), "loss_first": history[0]["loss"],
                        "loss_last": history[-1]["loss"]})
         if cfg.warmup.evaluate:
-            record["after"] = self.evaluate(eval_tasks, eval_seed)
-            self._log({"phase": "warmup", "iteration": 0, "eval": "after", **record["after"]})
+            record["after"] = self.evaluate_held_out("after_warmup", phase="warmup").metrics()
+            # how peaked the policy is where it acts: its own first step on every eval task
+            firsts = [r.steps[0] for r in self.held_out.last_rollouts if r.steps]
+            record["policy_entropy"] = policy_entropy(self.model, firsts, self.pad_id, cfg.generation.temperature,
+                                                      cfg.algorithm.micro_batch_size)
+            self._log({"phase": "warmup", "iteration": 0, "policy_entropy": record["policy_entropy"]})
         record["time_s"] = time.perf_counter() - t0
         self.warmup_done = True
         (self.run_dir / WARMUP_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
@@ -356,8 +403,12 @@ class Trainer:
 
             bar = tqdm(total=cfg.run.iterations, initial=self.iteration, desc="train", unit="it", dynamic_ncols=True)
         done = 0
+        started, load_start = time.perf_counter(), os.getloadavg()
+        evaluate = cfg.run.evaluate_after if evaluate is None else evaluate
         if self.iteration == 0 and not self.warmup_done and self.warmup_wanted():
             self.warm_start()
+        elif self.iteration == 0 and evaluate and "before" not in self.evaluations():
+            self.evaluate_held_out("before")
         try:
             while self.iteration < cfg.run.iterations:
                 m = self.train_iteration()
@@ -372,41 +423,46 @@ class Trainer:
         finally:
             if bar is not None:
                 bar.close()
-        evaluate = cfg.run.evaluate_after if evaluate is None else evaluate
         summary = self.summary(evaluate)
+        summary.update({"wall_s": time.perf_counter() - started, "load_average_start": list(load_start),
+                        "load_average_end": list(os.getloadavg()),
+                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         (self.run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
         if cfg.run.report_every:
             self.write_report()  # the final report, with the summary's evaluations
         return summary
 
     def evaluate(self, tasks: Sequence[tuple[str, int]], sample_seed: int) -> dict[str, float]:
-        """Roll out the current policy (sampling as in training) without updating."""
+        """Roll out the current policy on ``tasks`` (G per task, sampling as in training)
+        without updating; the held-out evaluation is ``evaluate_held_out``."""
         timings = RolloutTimings()
         groups = self.rollouts(tasks, sample_seed, timings)
         return group_metrics(groups)
 
     def summary(self, evaluate: bool) -> dict[str, Any]:
-        """Before/after on the first iteration's tasks and sampling seed: 'before' is that
-        iteration's own rollouts (the adapter starts as the identity, so the base policy)."""
-        keys = SUMMARY_KEYS
+        """The held-out evaluations before training, after the warm start and after RL
+        (``evaluations.json`` has them per task), plus what was trained."""
         history = self.read_metrics()
-        before = {k: history[0][k] for k in keys if history and k in history[0]}
         warm = self.warmup_record()
+        plan = self.held_out.plan
         out: dict[str, Any] = {"run_dir": str(self.run_dir), "iterations": self.iteration,
-                               "advantage": self.config.algorithm.advantage,
-                               "eval_split": EVAL_SPLIT, "eval_tasks": [t for t, _ in self.eval_tasks()]}
+                               "advantage": self.config.algorithm.advantage, "eval_split": plan.split,
+                               "eval_held_out": plan.held_out, "eval_tasks": [t for t, _ in plan.tasks],
+                               "eval_decoding": self.held_out.decoding}
         if warm is not None:
             out["warmup"] = {k: warm[k] for k in ("games", "demonstrations", "steps", "loss_first", "loss_last",
-                                                   "time_s") if k in warm}
-            if "before" in warm:
-                before = {k: warm["before"][k] for k in keys if k in warm["before"]}
-                out["after_warmup"] = {k: warm["after"][k] for k in keys if k in warm.get("after", {})}
-        out.update({"before": before,
-                               "trained_samples": int(sum(m.get("trained_samples", 0) for m in history)),
-                    "final_kl": history[-1].get("kl", 0.0) if history else 0.0})
+                                                   "policy_entropy", "time_s") if k in warm}
         if evaluate:
-            after = self.evaluate(self.eval_tasks(), derive_seed(self.config.run.seed, 104729, 1))
-            out["after"] = {k: after[k] for k in keys if k in after}
+            self.evaluate_held_out("after")
+        done = self.evaluations()
+        for label in ("before", "after_warmup", "after"):
+            if label in done:
+                out[label] = EvalResult.model_validate(done[label]).metrics()
+        out.update({"trained_samples": int(sum(m.get("trained_samples", 0) for m in history)),
+                    "final_kl": history[-1].get("kl", 0.0) if history else 0.0,
+                    "distinct_group_share": float(np.mean([m.get("distinct_group_share", 0.0) for m in history]))
+                    if history else 0.0,
+                    "rl_entropy_first": history[0].get("entropy") if history else None})
         latest = latest_checkpoint(self.run_dir)
         out["checkpoint"] = str(latest) if latest else None
         return out
@@ -477,6 +533,8 @@ class Trainer:
 
     def close(self) -> None:
         self.collector.close()
+        if "held_out" in self.__dict__:  # built on first use
+            self.held_out.close()
         if self._tb is not None:
             self._tb.close()
 

@@ -39,11 +39,12 @@ class Demonstration:
     response_text: str
 
 
-def demonstration_response(instruction: str, action: str | ExpertAction, grammar: TagGrammar = ACTION_GRAMMAR) -> str:
-    """Short templated reasoning, then the expert's action, in the env's grammar."""
+def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACTION_GRAMMAR) -> str:
+    """A one-clause reasoning, then the expert's action, in the env's grammar. Short on
+    purpose: on a CPU every generated token of every step costs a decoding pass, and the
+    choice the policy explores is the action, not the template around it."""
     act = action if isinstance(action, ExpertAction) else ExpertAction(str(action))
-    goal = instruction.rstrip(". ") or "finish the task"
-    return render(grammar, act, reasoning=f"To {goal}, the next step is: {act.content}.")
+    return render(grammar, act, reasoning=f"I should {act.content}.")
 
 
 def expert_of(env: Any) -> tuple[ExpertPlayer, Any] | None:
@@ -63,7 +64,8 @@ def has_expert(env: Any) -> bool:
 
 
 def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: PromptSettings,
-                           tasks: Sequence[str], seed: int, stop_ids: Sequence[int] = ()) -> list[Demonstration]:
+                           tasks: Sequence[str], seed: int, stop_ids: Sequence[int] = (),
+                           progress: bool = False) -> list[Demonstration]:
     """Replay each task's expert plan through a fresh env; one demonstration per accepted step.
 
     Steps run until the plan ends or the env's own budget stops the episode, so prompts are
@@ -75,15 +77,18 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
         raise ValueError("warmup.enabled=true, but this env's benchmark declares no expert player to learn from")
     expert, adapter = found
     demos: list[Demonstration] = []
+    bar = _bar(len(tasks), "demonstrations", "game") if progress else None
     try:
         for k, task_id in enumerate(tasks):
+            if bar is not None:
+                bar.update(1)
             obs, info = env.reset(seed=seed + k, options={"task_id": task_id})
             view = EpisodeView(benchmark=getattr(adapter, "benchmark", ""), instruction=str(info.get("instruction", "")),
                                initial_observation=obs, observation=obs,
                                admissible_actions=info.get("admissible_actions"), grammar=adapter.grammar)
             for command in expert(adapter):
                 prompt_ids = render_prompt(tokenizer, view, prompt)
-                text = demonstration_response(view.instruction, command, adapter.grammar)
+                text = demonstration_response(command, adapter.grammar)
                 response_ids = list(tokenizer(text, add_special_tokens=False)["input_ids"]) + list(stop_ids[:1])
                 obs, _, terminated, truncated, info = env.step(text)
                 transition = info.get("transition")
@@ -98,7 +103,15 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
                     break
     finally:
         env.close()
+        if bar is not None:
+            bar.close()
     return demos
+
+
+def _bar(total: int, desc: str, unit: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, leave=False)
 
 
 def as_sample(demo: Demonstration) -> StepSample:
@@ -121,7 +134,8 @@ def sft_loss(model: Any, samples: Sequence[StepSample], pad_id: int, num_tokens:
 
 
 def run_warmup(model: Any, demos: Sequence[Demonstration], settings: WarmupSettings, pad_id: int, seed: int,
-               log_fn: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, float]]:
+               log_fn: Callable[[dict[str, Any]], None] | None = None,
+               progress: bool = False) -> list[dict[str, float]]:
     """``settings.steps`` AdamW steps on LoRA, each over ``batch_size`` demonstrations drawn
     without replacement per pass (seeded); returns one metrics dict per step."""
     if not demos:
@@ -133,6 +147,7 @@ def run_warmup(model: Any, demos: Sequence[Demonstration], settings: WarmupSetti
     history: list[dict[str, float]] = []
     was_training = model.training
     model.train()
+    bar = _bar(settings.steps, "warm start", "step") if progress else None
     for step in range(1, settings.steps + 1):
         picked = []
         while len(picked) < min(settings.batch_size, len(demos)):
@@ -155,6 +170,11 @@ def run_warmup(model: Any, demos: Sequence[Demonstration], settings: WarmupSetti
         history.append(metrics)
         if log_fn is not None:
             log_fn(metrics)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix({"loss": f"{total:.3f}"})
+    if bar is not None:
+        bar.close()
     optimizer.zero_grad(set_to_none=True)
     if not was_training:
         model.eval()

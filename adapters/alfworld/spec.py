@@ -18,7 +18,8 @@ SPEC = BenchmarkSpec(
     extra="alfworld",
     requires=("alfworld", "textworld"),
     env_ids=(
-        EnvIdSpec("ALFWorld-Rubric-v0", {"split": "train"}, "24 bundled train games (or official train)"),
+        EnvIdSpec("ALFWorld-Rubric-v0", {"split": "train"}, "24 bundled train games (or official train)",
+                  eval_id="ALFWorld-Rubric-Eval-v0"),
         EnvIdSpec("ALFWorld-Rubric-Eval-v0", {"split": "eval"}, "12 bundled eval games (or official valid_seen)"),
     ),
     max_steps=25,
