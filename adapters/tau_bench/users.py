@@ -14,15 +14,15 @@ stop tokens (``###STOP###``, ``###TRANSFER###``) and evaluator treat them like i
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rubricgym.adapters.tau_bench.engine import Task, Tool, ToolMessage, UserMessage
 from rubricgym.bounded_http import DEFAULT_MAX_REPLY_BYTES, bounded_http_client
+from rubricgym.secret_refs import read_secret, refuse_inline_secrets
 from tau2.data_model.message import MultiToolMessage, ToolCall
 from tau2.user.base import STOP, TRANSFER, UserState
 from tau2.user.user_simulator import UserSimulator
@@ -134,11 +134,14 @@ class ScriptedUser(UserSimulator):
 
 
 class LLMUserSettings(BaseModel):
-    """The LLM user's client settings (the judge client's fields; the key only by env var name)."""
+    """The LLM user's client settings (the judge client's fields; the key only by reference)."""
+
+    model_config = ConfigDict(hide_input_in_errors=True)  # an error must never echo a key
 
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     model: str = "gpt-4o-mini"
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the key (read, never stored)")
+    api_key_file: str | None = Field(None, description="file whose first line is the key (instead of api_key_env)")
     temperature: float = 0.0
     top_p: float | None = None
     seed: int | None = 0
@@ -149,6 +152,12 @@ class LLMUserSettings(BaseModel):
     backoff_initial_s: float = Field(0.5, ge=0)
     backoff_max_s: float = Field(8.0, ge=0)
     send_tools: bool = Field(True, description="offer the user's device tools (telecom) to the model")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_inline_key(cls, data: Any) -> Any:
+        refuse_inline_secrets(data, "LLM user settings", prefix="user.")
+        return data
 
     @classmethod
     def from_judge_settings(cls, judge: Any, **overrides: Any) -> LLMUserSettings:
@@ -174,7 +183,8 @@ class LLMUser(UserSimulator):
         if self._client is None:
             import openai
 
-            key = os.environ.get(self.settings.api_key_env, "")
+            secret = read_secret(self.settings.api_key_env, self.settings.api_key_file)
+            key = secret.get_secret_value() if secret is not None else ""
             self._client = openai.OpenAI(base_url=self.settings.base_url, api_key=key or "no-key",
                                          max_retries=0, timeout=self.settings.timeout_s,
                                          http_client=bounded_http_client(self.settings.max_reply_bytes,

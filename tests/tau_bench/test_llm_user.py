@@ -96,3 +96,20 @@ def test_a_down_server_is_a_labelled_engine_failure(llama_server, monkeypatch):
     assert info["environment_failure"] and "user simulator: connection" in info["error"]
     assert trunc and not term and reward == 0.0
     assert info["transition"].error and SECRET not in info["error"]
+
+
+def test_user_settings_take_keys_only_by_reference(tmp_path, monkeypatch):
+    """Like the judge: a key as a value is refused without echoing it (settings reach run
+    folders); a key file is taken as a reference, and the settings never hold the key."""
+    from rubricgym.adapters.tau_bench.users import LLMUserSettings
+    from rubricgym.secret_refs import InlineSecretError
+
+    for bad in ({"api_key": "anything"}, {"model": SECRET}):
+        with pytest.raises(ValueError, match="never accepted") as err:
+            LLMUserSettings(**bad)
+        assert SECRET not in str(err.value) and isinstance(err.value.errors()[0]["ctx"]["error"], InlineSecretError)
+    key_file = tmp_path / "key"
+    key_file.write_text(SECRET + "\n")
+    settings = LLMUserSettings(api_key_file=str(key_file), base_url="http://127.0.0.1:9/v1")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert SECRET not in settings.model_dump_json()
