@@ -95,6 +95,15 @@ class NumpyRandomState(_Strict):
     cached_gaussian: float
 
 
+class RankRandomState(_Strict):
+    """The RNG state of one rank > 0 of a several-process run."""
+
+    rank: int = Field(ge=1)
+    python_random: PythonRandomState
+    numpy_random: NumpyRandomState
+    cuda_rng_devices: int = Field(0, ge=0)
+
+
 class TrainerState(_Strict):
     iteration: int = Field(ge=0)
     data_position: int = Field(ge=0)
@@ -107,6 +116,10 @@ class TrainerState(_Strict):
     python_random: PythonRandomState
     numpy_random: NumpyRandomState
     cuda_rng_devices: int = Field(0, ge=0)
+    # several processes: rank 0's state is above; every other rank's is here (its torch/CUDA
+    # states are the tensors ``rng/rank/<r>/torch`` and ``rng/rank/<r>/cuda/<i>``)
+    world_size: int = Field(1, ge=1)
+    rank_random: list[RankRandomState] = Field(default_factory=list)
 
 
 @dataclass
@@ -195,6 +208,38 @@ def _set_rng(state: TrainerState, tensors: dict[str, torch.Tensor]) -> None:
         torch.cuda.set_rng_state_all([tensors[f"rng/cuda/{i}"] for i in range(count)])
 
 
+def _rank_random(snapshots: dict[int, dict[str, Any]]) -> tuple[list[RankRandomState], dict[str, torch.Tensor]]:
+    """Other ranks' RNG snapshots (``trainers.distributed.rng_snapshot``) as typed JSON and tensors."""
+    from rubricgym.trainers.distributed import snapshot_tensors
+
+    entries, tensors = [], {}
+    for rank, snap in sorted(snapshots.items()):
+        states = snapshot_tensors(snap)
+        for name, value in states.items():
+            tensors[f"rng/rank/{rank}/{name}"] = value
+        entries.append(RankRandomState(rank=rank, python_random=PythonRandomState(**snap["python"]),
+                                       numpy_random=NumpyRandomState(**snap["numpy"]),
+                                       cuda_rng_devices=len(snap.get("cuda", []))))
+    return entries, tensors
+
+
+def _set_rank_rng(state: TrainerState, tensors: dict[str, torch.Tensor], rank: int) -> None:
+    """Rank ``rank``'s (> 0) saved RNG state; a rank the checkpoint has none for (a run
+    resumed on more processes) keeps its seeded state, with a warning."""
+    entry = next((e for e in state.rank_random if e.rank == rank), None)
+    if entry is None:
+        log.warning("the checkpoint (saved by %d process(es)) has no RNG state for rank %d; it keeps its seeded "
+                    "state", state.world_size, rank)
+        return
+    py, nq = entry.python_random, entry.numpy_random
+    random.setstate((py.version, tuple(py.internal), py.gauss_next))
+    np.random.set_state((nq.algorithm, np.array(nq.keys, dtype=np.uint32), nq.position, nq.has_gauss,
+                         nq.cached_gaussian))
+    torch.set_rng_state(tensors[f"rng/rank/{rank}/torch"])
+    if entry.cuda_rng_devices and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors[f"rng/rank/{rank}/cuda/0"])
+
+
 def _json_value(value: Any, where: str) -> Any:
     if isinstance(value, tuple):
         return [_json_value(v, where) for v in value]
@@ -242,10 +287,13 @@ def _optimizer_state_dict(state: TrainerState, tensors: dict[str, torch.Tensor])
 
 # ---- write -------------------------------------------------------------------------------
 def save_checkpoint(run_dir: Path, iteration: int, model: Any, optimizer: Any, scheduler: Any,
-                    extra: dict[str, Any], keep: int = 2) -> Path:
+                    extra: dict[str, Any], keep: int = 2, world_size: int = 1,
+                    rank_rng: dict[int, dict[str, Any]] | None = None) -> Path:
     """Write ``checkpoint-<iteration>`` atomically (temporary folder, fsync, manifest last,
     rename) and keep the newest ``keep``. ``extra``: ``data_position``, ``warmup_done``,
-    ``config`` (JSON-able; never secrets - the config refuses them)."""
+    ``config`` (JSON-able; never secrets - the config refuses them). Several processes: rank
+    0 writes (its adapter and optimizer state are every rank's) and ``rank_rng`` holds the
+    other ranks' RNG snapshots (``trainers.distributed.rng_snapshot``)."""
     from safetensors.torch import save_file
 
     run_dir = Path(run_dir)
@@ -256,13 +304,16 @@ def save_checkpoint(run_dir: Path, iteration: int, model: Any, optimizer: Any, s
     for i, st in enumerate(cuda):
         tensors[f"rng/cuda/{i}"] = st.contiguous()
     py, nq = _rng_json()
+    others, other_tensors = _rank_random(rank_rng or {})
+    tensors.update(other_tensors)
     config = extra.get("config", {})
     state = TrainerState(iteration=iteration, data_position=int(extra.get("data_position", 0)),
                          warmup_done=bool(extra.get("warmup_done", False)), config=config,
                          config_sha256=config_hash(config), optimizer_param_groups=groups,
                          optimizer_scalars=scalars,
                          scheduler=_json_value(scheduler.state_dict(), "scheduler") if scheduler is not None else None,
-                         python_random=py, numpy_random=nq, cuda_rng_devices=len(cuda))
+                         python_random=py, numpy_random=nq, cuda_rng_devices=len(cuda), world_size=world_size,
+                         rank_random=others)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=run_dir))
     try:
         model.save_pretrained(str(tmp / ADAPTER_DIR))
@@ -419,7 +470,7 @@ def _move_aside(ckpt: Path) -> Path:
 
 
 # ---- restore -----------------------------------------------------------------------------
-def apply_checkpoint(loaded: _Loaded, model: Any, optimizer: Any, scheduler: Any) -> None:
+def apply_checkpoint(loaded: _Loaded, model: Any, optimizer: Any, scheduler: Any, rank: int = 0) -> None:
     from peft import set_peft_model_state_dict
 
     device = next(model.parameters()).device
@@ -438,6 +489,8 @@ def apply_checkpoint(loaded: _Loaded, model: Any, optimizer: Any, scheduler: Any
         raise CheckpointError(loaded.path / STATE_FILE, f"does not fit this model's optimizer ({exc})") from None
     try:
         _set_rng(loaded.state, loaded.tensors)
+        if rank > 0:
+            _set_rank_rng(loaded.state, loaded.tensors, rank)
     except (KeyError, ValueError, TypeError, RuntimeError, OverflowError) as exc:
         raise CheckpointError(loaded.path / TENSORS_FILE, f"holds an unusable RNG state ({exc})") from None
 
@@ -460,7 +513,7 @@ def _check_param_groups(loaded: _Loaded, optimizer: Any) -> None:
                 raise CheckpointError(where, f"optimizer group {i}: {key} must be a number")
 
 
-def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any) -> Restored:
+def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0) -> Restored:
     """Restore the newest intact checkpoint of ``run_dir`` into the given objects, warning
     about (and moving aside) newer damaged ones; ``CheckpointError`` when none is intact."""
     run_dir = Path(run_dir)
@@ -471,8 +524,16 @@ def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any) ->
         raise CheckpointError(run_dir, "no checkpoint to resume from")
     if skipped:
         log.warning("resuming from %s; newer checkpoints were damaged: %s", loaded.path.name, "; ".join(skipped))
-    apply_checkpoint(loaded, model, optimizer, scheduler)
+    apply_checkpoint(loaded, model, optimizer, scheduler, rank)
     return Restored(loaded.path, loaded.state, skipped)
+
+
+def restore_checkpoint(path: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0) -> Restored:
+    """Restore one given checkpoint (verified first) as rank ``rank`` (the ranks > 0 of a
+    several-process run restore the checkpoint rank 0 chose)."""
+    loaded = read_checkpoint(path)
+    apply_checkpoint(loaded, model, optimizer, scheduler, rank)
+    return Restored(loaded.path, loaded.state, [])
 
 
 def load_checkpoint(path: Path, model: Any, optimizer: Any, scheduler: Any) -> dict[str, Any]:

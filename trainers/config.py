@@ -184,6 +184,9 @@ class RunSettings(_Section):
     tensorboard: bool = True
     progress: bool = True
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the usable CPUs, at most 2)")
+    collective_timeout_s: float = Field(
+        300.0, gt=0.0, description="several processes: a collective (gradient sum, gather) waiting longer than "
+        "this for another rank fails, so the surviving ranks exit instead of hanging (docs/scale.md)")
 
 
 class TrainConfig(_Section):

@@ -23,8 +23,10 @@ import torch
 from rubricgym.contract import save_jsonl
 from rubricgym.credit.estimators import get_estimator
 from rubricgym.trainers.advantages import assign_advantages
-from rubricgym.trainers.checkpoint import atomic_write_text, latest_checkpoint, restore_latest, save_checkpoint
+from rubricgym.trainers.checkpoint import (CheckpointError, atomic_write_text, latest_checkpoint, restore_checkpoint,
+                                           restore_latest, save_checkpoint)
 from rubricgym.trainers.config import TrainConfig, dump_config
+from rubricgym.trainers.distributed import Ranks, init_ranks, merge_rank_metrics, rng_snapshot
 from rubricgym.trainers.env_workers import build_collector
 from rubricgym.trainers.evaluation import EvalResult, Evaluator, build_evaluator, distinct_group_share, policy_entropy
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
@@ -43,12 +45,13 @@ EVALUATIONS_FILE = "evaluations.json"
 
 
 def default_threads() -> int:
-    """The usable CPUs, at most 2: more OpenMP threads than cores (or than a 135M model
-    can use) only spin."""
+    """The usable CPUs (shared by the processes of this machine), at most 2: more OpenMP
+    threads than cores (or than a 135M model can use) only spin."""
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count() or 1
+    usable //= max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
     return max(1, min(2, usable))
 
 
@@ -93,17 +96,20 @@ class Trainer:
                  tokenizer: Any = None, env_fn: Callable[[], Any] | None = None, judge: Any = None,
                  resume: bool = False):
         self.config = config
-        if os.environ.get("WORLD_SIZE", "1") not in ("1", ""):
-            raise NotImplementedError(
-                "multi-process training (WORLD_SIZE > 1) is not implemented yet; run one process per GPU "
-                "experiment (see docs/trainer.md)")
+        # several processes (torchrun / accelerate launch): gloo on CPU, nccl on CUDA; one rank alone otherwise
+        self.ranks: Ranks = init_ranks(config.run.collective_timeout_s, cuda=not self._device_is_cpu(config))
+        if self.ranks.world_size > config.algorithm.tasks_per_iteration:
+            raise ValueError(f"algorithm.tasks_per_iteration={config.algorithm.tasks_per_iteration} is below the "
+                             f"{self.ranks.world_size} processes: each process rolls out whole groups")
         if self._device_is_cpu(config):
             torch.set_num_threads(config.run.threads or default_threads())
-        self.run_dir = Path(run_dir) if run_dir else self._new_run_dir()
+        # rank 0 names the run folder; every rank uses that name
+        self.run_dir = Path(self.ranks.broadcast_json(str(run_dir) if run_dir else str(self._new_run_dir())))
         self.run_dir.mkdir(parents=True, exist_ok=True)
         seed_everything(config.run.seed)
         self.device = self._device()
         self.model, self.tokenizer = self._build_model(model, tokenizer)
+        self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.algorithm.lr, weight_decay=config.algorithm.weight_decay)
@@ -120,7 +126,8 @@ class Trainer:
         self._tb: Any = None
         if resume:
             self._resume()
-        atomic_write_text(self.run_dir / CONFIG_FILE, dump_config(config))
+        if self.ranks.is_main:
+            atomic_write_text(self.run_dir / CONFIG_FILE, dump_config(config))
 
     # ---- construction ------------------------------------------------------------------
     @staticmethod
@@ -142,6 +149,8 @@ class Trainer:
             want = "cuda" if torch.cuda.is_available() else "cpu"
         if want.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError("model.device is CUDA but no CUDA device is available")
+        if want.startswith("cuda") and self.ranks.distributed:
+            return self.ranks.device  # one GPU per process: cuda:LOCAL_RANK
         return torch.device(want)
 
     def _build_model(self, model: Any, tokenizer: Any) -> tuple[Any, Any]:
@@ -268,10 +277,15 @@ class Trainer:
         cfg = self.config
         it = self.iteration + 1
         started = time.perf_counter()
-        # 1. rollouts: G per task, identical initial states, lockstep batched generation
+        # 1. rollouts: G per task, identical initial states, lockstep batched generation;
+        #    several processes: each rank rolls out whole groups (tasks k = rank, rank + world, ...)
         tasks = self.tasks_for(self.data_position, cfg.algorithm.tasks_per_iteration)
+        mine = self.ranks.share(len(tasks))
         timings = RolloutTimings()
-        groups = self.rollouts(tasks, derive_seed(cfg.run.seed, 104729, it), timings)
+        groups = self.rollouts([tasks[k] for k in mine], self._sample_seed(it), timings)
+        for k, group in zip(mine, groups, strict=True):
+            for rollout in group:
+                rollout.group = k  # its task's index in the global batch
         # 2. credit: per-token advantages and masks, by estimator name
         t0 = time.perf_counter()
         if cfg.judge.self_judge and self.judge is not None:
@@ -280,21 +294,27 @@ class Trainer:
                           eps=cfg.algorithm.eps, judge=self.judge, iteration=it)
         credit_s = time.perf_counter() - t0
         # 3. update: clipped surrogate + KL to the base + entropy bonus, aggregated as configured
+        #    (several processes: global denominators, gradients summed over the ranks)
         t0 = time.perf_counter()
         samples = [s for i, r in enumerate(r for g in groups for r in g) for s in r.samples(i)]
-        gen = torch.Generator().manual_seed(derive_seed(cfg.run.seed, 15485863, it))
-        stats = ppo_update(self.model, self.optimizer, self.scheduler, samples, cfg.algorithm, pad_id=self.pad_id,
-                           temperature=cfg.generation.temperature, generator=gen)
+        stats = self.update(samples, it)
         update_s = time.perf_counter() - t0
         self.generator.sync_weights(self.model, it)
         # 4. bookkeeping
         self.iteration = it
         self.data_position += len(tasks)
         total = time.perf_counter() - started
-        metrics: dict[str, Any] = {"iteration": it, **group_metrics(groups), **stats,
+        metrics: dict[str, Any] = {"iteration": it, **self._rollout_metrics(groups), **stats,
                                    "lr": float(self.scheduler.get_last_lr()[0])}
         adv = [a for s in samples if s.loss_mask for a, m in zip(s.token_advantages or [], s.loss_mask) if m]
         metrics["advantage_abs_mean"] = float(np.mean(np.abs(adv))) if adv else 0.0
+        if self.ranks.distributed:  # the slowest rank's times, every rank's tokens, the mean over all ranks' tokens
+            adv_sum, adv_count, timings.response_tokens, timings.prompt_tokens = self.ranks.sum(
+                [float(np.sum(np.abs(adv))), len(adv), timings.response_tokens, timings.prompt_tokens])
+            metrics["advantage_abs_mean"] = adv_sum / adv_count if adv_count else 0.0
+            (timings.generation, timings.environment, timings.tokenization, credit_s, update_s, total) = self.ranks.max(
+                [timings.generation, timings.environment, timings.tokenization, credit_s, update_s, total])
+            metrics["processes"] = self.ranks.world_size
         metrics.update({
             "time/generation_s": timings.generation, "time/environment_s": timings.environment,
             "time/tokenization_s": timings.tokenization, "time/credit_s": credit_s, "time/update_s": update_s,
@@ -310,9 +330,32 @@ class Trainer:
             self._save_trajectories(groups, it)
         if it % cfg.run.checkpoint_every == 0 or it == cfg.run.iterations:
             self.save()
-        if cfg.run.report_every and (it % cfg.run.report_every == 0 or it == cfg.run.iterations):
+        if cfg.run.report_every and (it % cfg.run.report_every == 0 or it == cfg.run.iterations) and self.ranks.is_main:
             self.write_report()
         return metrics
+
+    def _sample_seed(self, it: int) -> int:
+        """The sampling seed of iteration ``it`` (each rank its own when there are several)."""
+        if self.ranks.distributed:
+            return derive_seed(self.config.run.seed, 104729, it, self.ranks.rank)
+        return derive_seed(self.config.run.seed, 104729, it)
+
+    def update(self, samples: Sequence[Any], it: int) -> dict[str, float]:
+        """One policy update of iteration ``it`` on this rank's step samples (global statistics)."""
+        gen = torch.Generator().manual_seed(derive_seed(self.config.run.seed, 15485863, it))
+        return ppo_update(self.model, self.optimizer, self.scheduler, samples, self.config.algorithm,
+                          pad_id=self.pad_id, temperature=self.config.generation.temperature, generator=gen,
+                          ranks=self.ranks)
+
+    def _rollout_metrics(self, groups: Sequence[Sequence[Rollout]]) -> dict[str, float]:
+        """``group_metrics`` of the iteration's groups (on every rank: of all ranks' groups)."""
+        if not self.ranks.distributed:
+            return group_metrics(groups)
+        steps = [s for g in groups for r in g for s in r.steps]
+        counts = {"rollouts": sum(len(g) for g in groups), "steps": len(steps),
+                  "trca_steps": sum("trca" in s.info.get("rubric", {}) for s in steps),
+                  "compared_groups": sum(len(g) >= 2 for g in groups)}
+        return merge_rank_metrics(self.ranks.gather_json({"metrics": group_metrics(groups), "counts": counts}))
 
     def write_report(self) -> None:
         """The live view: refresh ``report.html`` in the run folder. A failing report is
@@ -398,7 +441,7 @@ class Trainer:
         """Run to ``run.iterations`` (or stop early after ``stop_after`` iterations, as a kill would)."""
         cfg = self.config
         bar = None
-        if cfg.run.progress:
+        if cfg.run.progress and self.ranks.is_main:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=cfg.run.iterations, initial=self.iteration, desc="train", unit="it", dynamic_ncols=True)
@@ -427,8 +470,9 @@ class Trainer:
         summary.update({"wall_s": time.perf_counter() - started, "load_average_start": list(load_start),
                         "load_average_end": list(os.getloadavg()),
                         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-        (self.run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
-        if cfg.run.report_every:
+        if self.ranks.is_main:
+            (self.run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        if cfg.run.report_every and self.ranks.is_main:
             self.write_report()  # the final report, with the summary's evaluations
         return summary
 
@@ -473,6 +517,8 @@ class Trainer:
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
     def _log(self, metrics: dict[str, Any]) -> None:
+        if not self.ranks.is_main:  # rank 0 writes the run files (metrics are already global)
+            return
         with open(self.run_dir / METRICS_FILE, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(metrics, sort_keys=True) + "\n")
         if self.config.run.tensorboard:
@@ -499,8 +545,6 @@ class Trainer:
         return [m for m in lines if phase is None or m.get("phase", "rl") == phase]
 
     def _save_trajectories(self, groups: Sequence[Sequence[Rollout]], it: int) -> None:
-        folder = self.run_dir / "trajectories"
-        folder.mkdir(exist_ok=True)
         trajs = []
         for group in groups:
             for r in group:
@@ -514,21 +558,54 @@ class Trainer:
                                               zip(s.response_ids, s.token_advantages or [], s.loss_mask or []) if m]
                                              for s in r.steps]}
                 trajs.append(r.trajectory.model_copy(update={"meta": meta}))
-        save_jsonl(folder / f"iter-{it:06d}.jsonl", trajs)
+        folder = self.run_dir / "trajectories"
+        if not self.ranks.distributed:
+            folder.mkdir(exist_ok=True)
+            save_jsonl(folder / f"iter-{it:06d}.jsonl", trajs)
+            return
+        # several processes: rank 0 writes every rank's, in the global batch's group order
+        mine = [[t.meta["group"], t.meta["member"], t.to_json_line()] for t in trajs]
+        gathered = sorted(row for part in self.ranks.gather_json(mine) for row in part)
+        if self.ranks.is_main:
+            folder.mkdir(exist_ok=True)
+            (folder / f"iter-{it:06d}.jsonl").write_text("".join(line + "\n" for _, _, line in gathered),
+                                                         encoding="utf-8")
 
-    def save(self) -> Path:
+    def save(self) -> Path | None:
+        """Checkpoint the run. Several processes: every rank's RNG state goes to rank 0, which
+        writes the one checkpoint (adapter and optimizer state are the same on every rank)."""
+        snapshots = self.ranks.gather_json(rng_snapshot()) if self.ranks.distributed else []
+        if not self.ranks.is_main:
+            return None
         extra = {"data_position": self.data_position, "warmup_done": self.warmup_done, "config": self.config.model_dump(mode="json")}
         return save_checkpoint(self.run_dir, self.iteration, self.model, self.optimizer, self.scheduler, extra,
-                               keep=self.config.run.keep_checkpoints)
+                               keep=self.config.run.keep_checkpoints, world_size=self.ranks.world_size,
+                               rank_rng={r: snap for r, snap in enumerate(snapshots) if r > 0})
 
     def _resume(self) -> None:
-        # the newest intact checkpoint (damaged newer ones are named in a warning, moved aside)
-        restored = restore_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
+        # the newest intact checkpoint (damaged newer ones are named in a warning, moved aside);
+        # several processes: rank 0 chooses it, the other ranks restore the same one (and their own RNG)
+        restored, error = None, None
+        if self.ranks.is_main:
+            try:
+                restored = restore_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
+            except CheckpointError as exc:
+                error = exc
+        chosen = self.ranks.broadcast_json({"path": str(restored.path) if restored else None,
+                                            "error": str(error) if error else None})
+        if error is not None:
+            raise error
+        if chosen["error"]:
+            raise CheckpointError(self.run_dir, f"rank 0 cannot resume: {chosen['error']}")
+        if restored is None:
+            restored = restore_checkpoint(Path(chosen["path"]), self.model, self.optimizer, self.scheduler,
+                                          rank=self.ranks.rank)
         self.iteration = restored.iteration
         self.data_position = restored.data_position
         self.warmup_done = restored.warmup_done or (self.run_dir / WARMUP_FILE).is_file()
         # metrics written after the checkpoint belong to iterations that will be redone
-        cut_metrics(self.run_dir / METRICS_FILE, self.iteration)
+        if self.ranks.is_main:
+            cut_metrics(self.run_dir / METRICS_FILE, self.iteration)
         self.generator.sync_weights(self.model, self.iteration)
 
     def close(self) -> None:
@@ -537,6 +614,7 @@ class Trainer:
             self.held_out.close()
         if self._tb is not None:
             self._tb.close()
+        self.ranks.close()
 
     @classmethod
     def from_run_dir(cls, run_dir: str | Path, overrides: list[str] | None = None, **kwargs: Any) -> Trainer:

@@ -8,6 +8,14 @@
 3. For each epoch and minibatch: micro-batch forward/backward of ``policy_loss``, then clip
    the gradient norm and take one optimizer (and scheduler) step.
 
+Several processes (``ranks``, trainers/distributed.py): each rank holds the samples of its
+own groups. The loss's denominators (sample count, token count, the aggregation total) are
+summed over the ranks before the weights are formed, so each rank's loss is its exact share
+of the global loss; after the local micro-batches, the LoRA gradients are summed over the
+ranks (one all-reduce), before clipping. Every rank then holds the one-process gradient of
+the global batch and takes the same optimizer step. A rank with fewer (or no) micro-batches
+still joins every sum, so ranks never wait on each other mid-step.
+
 Batch layout per sequence: ``[left padding][prompt][response][right padding]`` with every
 response starting at the same column, so the logits of all responses come from one slice
 (``logits_to_keep``) and position ids follow the attention mask exactly as in generation.
@@ -23,6 +31,7 @@ from typing import Any
 import torch
 
 from rubricgym.trainers.config import AlgorithmSettings
+from rubricgym.trainers.distributed import Ranks
 from rubricgym.trainers.loss import entropy_from_logits, policy_loss
 from rubricgym.trainers.rollout import StepSample
 
@@ -129,24 +138,30 @@ def resolved_objective(settings: AlgorithmSettings) -> AlgorithmSettings:
                                        "loss_aggregation": settings.loss_aggregation or est.loss_aggregation})
 
 
-def aggregation_weights(samples: Sequence[StepSample], aggregation: str) -> list[float]:
+def aggregation_base(samples: Sequence[StepSample], aggregation: str) -> list[float]:
+    """Unnormalised per-sample weights: n_s (``token_mean``), 1 (``step_mean``), 1/T_i
+    (``rollout_mean_step_mean``)."""
+    if aggregation == "token_mean":
+        return [float(sum(s.loss_mask or [])) for s in samples]
+    if aggregation == "step_mean":
+        return [1.0] * len(samples)
+    if aggregation == "rollout_mean_step_mean":
+        return [1.0 / max(1, s.rollout_steps) for s in samples]
+    raise ValueError(f"unknown loss aggregation {aggregation!r}")
+
+
+def aggregation_weights(samples: Sequence[StepSample], aggregation: str, total: float | None = None) -> list[float]:
     """Per-sample weight of one optimizer step's samples, summing to 1 (docs/design.md §6).
 
     ``token_mean``: n_s / sum n (every trained token weighs the same); ``step_mean``: 1/S;
     ``rollout_mean_step_mean``: proportional to 1/T_i (T_i = steps of the sample's rollout), i.e.
     1/(N T_i) when all of a rollout's steps are trained. A sample's weight is spread evenly over
-    its n_s trained tokens."""
+    its n_s trained tokens. ``total``: the normaliser when ``samples`` are one rank's share of
+    the step (the sum of ``aggregation_base`` over every rank); default: these samples' own."""
     if not samples:
         return []
-    if aggregation == "token_mean":
-        base = [float(sum(s.loss_mask or [])) for s in samples]
-    elif aggregation == "step_mean":
-        base = [1.0] * len(samples)
-    elif aggregation == "rollout_mean_step_mean":
-        base = [1.0 / max(1, s.rollout_steps) for s in samples]
-    else:
-        raise ValueError(f"unknown loss aggregation {aggregation!r}")
-    total = sum(base)
+    base = aggregation_base(samples, aggregation)
+    total = sum(base) if total is None else total
     return [b / total for b in base] if total > 0 else [0.0] * len(samples)
 
 
@@ -162,13 +177,15 @@ def _token_weights(samples: Sequence[StepSample], weights: Sequence[float], widt
 
 def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, samples: Sequence[StepSample],
                settings: AlgorithmSettings, *, pad_id: int, temperature: float = 1.0,
-               generator: torch.Generator | None = None) -> dict[str, float]:
-    """Run the update; returns token-weighted means of the loss terms (empty dict: nothing to train)."""
+               generator: torch.Generator | None = None, ranks: Ranks | None = None) -> dict[str, float]:
+    """Run the update; returns token-weighted means of the loss terms (empty dict: nothing to
+    train). With several ``ranks``, ``samples`` are this rank's and the statistics are global."""
+    ranks = ranks or Ranks()
     settings = resolved_objective(settings)
     samples = trainable_samples(samples, settings.skip_zero_advantage)
-    stats = {"trained_samples": float(len(samples)),
-             "update_tokens": float(sum(len(s.prompt_ids) + len(s.response_ids) for s in samples))}
-    if not samples:
+    trained, update_tokens = ranks.sum([len(samples), sum(len(s.prompt_ids) + len(s.response_ids) for s in samples)])
+    stats = {"trained_samples": trained, "update_tokens": update_tokens}
+    if not trained:  # on no rank
         return stats
     device = next(model.parameters()).device
     # sort by total length: shorter padding per micro-batch; ties keep rollout order
@@ -193,11 +210,15 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
         chunks = [shuffled[k :: settings.minibatches] for k in range(settings.minibatches)]
         for chunk in chunks:
             chunk = sorted(chunk, key=rank.__getitem__)
-            if not chunk:
+            # global denominators: this optimizer step's samples, tokens and aggregation total on all ranks
+            chunk_samples = [samples[i] for i in chunk]
+            count, num_tokens, total = ranks.sum([
+                len(chunk), sum(sum(s.loss_mask) for s in chunk_samples),
+                sum(aggregation_base(chunk_samples, str(settings.loss_aggregation)))])
+            if not count:
                 continue
-            num_tokens = float(sum(sum(samples[i].loss_mask) for i in chunk))
-            step_weight = dict(zip(chunk, aggregation_weights([samples[i] for i in chunk],
-                                                              str(settings.loss_aggregation)), strict=True))
+            step_weight = dict(zip(chunk, aggregation_weights(chunk_samples, str(settings.loss_aggregation), total),
+                                   strict=True))
             optimizer.zero_grad(set_to_none=True)
             for mb in micro_batches(chunk, size):
                 batch = collate([samples[i] for i in mb], pad_id, device)
@@ -217,6 +238,7 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
                 for key in ("pg", "kl", "entropy", "clipped", "ratio", "tokens"):
                     sums[key] += float(getattr(terms, key))
             params = [p for p in model.parameters() if p.requires_grad]
+            ranks.sum_gradients(params)  # each rank's loss carries global weights: the sum is the global gradient
             grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)))
             optimizer.step()
             if scheduler is not None:
@@ -224,6 +246,7 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
     optimizer.zero_grad(set_to_none=True)
     if not was_training:
         model.eval()
+    sums = dict(zip(sums, ranks.sum(list(sums.values())), strict=True))
     n = max(sums["tokens"], 1.0)
     stats.update({
         "loss": sums["loss"] / n,
