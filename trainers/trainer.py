@@ -450,6 +450,8 @@ class Trainer:
         evaluate = cfg.run.evaluate_after if evaluate is None else evaluate
         if self.iteration == 0 and not self.warmup_done and self.warmup_wanted():
             self.warm_start()
+            # several processes: all ranks warmed up alike; continue from rank 0's (checkpointed) adapter
+            self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
         elif self.iteration == 0 and evaluate and "before" not in self.evaluations():
             self.evaluate_held_out("before")
         try:
