@@ -4,7 +4,8 @@ Runs the real CLI (``rubricgym.cli.main``) with two test hooks, set by environme
 
 * ``RUBRICGYM_TEST_RECORD=DIR``: after each update, write this rank's step samples
   (``samples-rank<r>-iter<i>.json``) and its LoRA weights (``weights-rank<r>-iter<i>.safetensors``).
-* ``RUBRICGYM_TEST_KILL=RANK:ITERATION``: that rank SIGKILLs itself as that iteration starts.
+* ``RUBRICGYM_TEST_KILL=RANK:ITERATION[:STOP]``: that rank SIGKILLs itself as that iteration
+  starts (with ``:STOP``, SIGSTOPs itself: alive but silent, so only the time-out can end the wait).
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ def install_hooks() -> None:
 
     def killing_iteration(self: Trainer):
         if kill:
-            rank, at = (int(x) for x in kill.split(":"))
-            if self.ranks.rank == rank and self.iteration + 1 == at:
-                os.kill(os.getpid(), signal.SIGKILL)
+            rank, at, *how = kill.split(":")
+            if self.ranks.rank == int(rank) and self.iteration + 1 == int(at):
+                os.kill(os.getpid(), signal.SIGSTOP if how == ["STOP"] else signal.SIGKILL)
         return iteration(self)
 
     Trainer.update = recording_update  # type: ignore[method-assign]

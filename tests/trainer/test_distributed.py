@@ -202,3 +202,21 @@ def test_accelerate_launch_with_the_shipped_config(tmp_path):
     logged = metrics(tmp_path / "acc")
     assert [m["processes"] for m in logged] == [2] and logged[0]["trained_samples"] > 0
     assert out.stdout.count("rubricgym train: tiny on") == 1  # rank 0 speaks for the run
+
+
+@pytest.mark.slow
+def test_a_silent_rank_ends_the_run_at_the_collective_time_out(tmp_path):
+    settings = [*SETTINGS, "run.iterations=3", "run.collective_timeout_s=10"]
+    # rank 1 SIGSTOPs itself as iteration 2 starts: alive, connected, silent
+    procs = launch_ranks([*cli_args(settings), "--set", "run.name=silent", "--output-dir", str(tmp_path)],
+                         RUBRICGYM_TEST_KILL="1:2:STOP")
+    try:
+        _, err = procs[0].communicate(timeout=HANG_GUARD_S)
+        assert procs[1].poll() is None  # still there, stopped: only the time-out ended rank 0's wait
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
+    assert procs[0].returncode == 3, err[-3000:]
+    assert "rank 0 of 2" in err and "run.collective_timeout_s=10 s" in err and "--resume" in err
