@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -211,6 +212,13 @@ class Evaluator:
                 bar.close()
         self.last_rollouts = [r for g in groups for r in g]
         return summarize(label, self.plan, self.decoding, self.last_rollouts, time.perf_counter() - started)
+
+    def save_trajectories(self, path: Path) -> None:
+        """The last evaluation's episodes (what the policy did on each task), as JSONL."""
+        from rubricgym.contract import save_jsonl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_jsonl(path, [r.trajectory for r in self.last_rollouts if r.trajectory is not None])
 
     def close(self) -> None:
         self.collector.close()

@@ -386,10 +386,13 @@ class Trainer:
 
     def evaluate_held_out(self, label: str, phase: str = "eval") -> EvalResult:
         """Evaluate on the plan's tasks (greedy, batched), record it and log its numbers."""
-        result = self.held_out.run(label, derive_seed(self.config.run.seed, 104729, 1), self.config.run.progress)
-        record = self.evaluations()
-        record[label] = result.model_dump(mode="json")
-        atomic_write_text(self.run_dir / EVALUATIONS_FILE, json.dumps(record, indent=2))
+        result = self.held_out.run(label, derive_seed(self.config.run.seed, 104729, 1),
+                                   self.config.run.progress and self.ranks.is_main)
+        if self.ranks.is_main:  # every rank evaluates the same weights; rank 0 writes
+            record = self.evaluations()
+            record[label] = result.model_dump(mode="json")
+            atomic_write_text(self.run_dir / EVALUATIONS_FILE, json.dumps(record, indent=2))
+            self.held_out.save_trajectories(self.run_dir / "evaluations" / f"{label}.jsonl")
         self._log({"phase": phase, "iteration": self.iteration, "eval": label,
                    **{k: v for k, v in result.metrics().items() if isinstance(v, (int, float))}})
         return result

@@ -15,6 +15,7 @@ from trainer.word_env import make_trca_word_env
 
 from rubricgym.adapter import TaskBinding
 from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec
+from rubricgym.contract import load_jsonl
 from rubricgym.models import build_tiny_model
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.evaluation import (
@@ -157,6 +158,8 @@ def test_a_run_records_three_evaluations_with_intervals(tmp_path):
         assert {"action_parsed_rate", "steps_mean", "return_mean"} <= set(numbers)
     stored = json.loads((tmp_path / "run" / EVALUATIONS_FILE).read_text())
     assert [t["task_id"] for t in stored["after"]["tasks"]] == ["held-0", "held-1", "held-2"]
+    episodes = load_jsonl(tmp_path / "run" / "evaluations" / "after.jsonl")  # what the policy did
+    assert [t.task_id for t in episodes] == ["held-0", "held-1", "held-2"]
     assert summary["eval_tasks"] == ["held-0", "held-1", "held-2"] and summary["eval_decoding"] == "greedy"
     assert summary["warmup"]["policy_entropy"] > 0.0
     assert 0.0 <= summary["distinct_group_share"] <= 1.0
