@@ -130,7 +130,7 @@ class WarmupSettings(_Section):
     enabled: bool | None = Field(
         None, description="None: on when the env's adapter offers expert_plan(); true: required; false: off")
     games: int = Field(24, ge=1, description="train tasks whose expert plans are demonstrated (never the eval tasks)")
-    steps: int = Field(16, ge=1, description="optimizer steps (few: the policy must keep room to explore)")
+    steps: int = Field(32, ge=1, description="optimizer steps (under one pass: the policy must keep room to explore)")
     batch_size: int = Field(4, ge=1, description="demonstrations per optimizer step")
     micro_batch_size: int = Field(4, ge=1)
     lr: float = Field(1e-3, gt=0.0)
