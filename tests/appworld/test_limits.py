@@ -11,11 +11,23 @@ from appworld_helpers import process_gone
 
 pytestmark = pytest.mark.slow
 CAP_GB, CPU_S, GRACE_S, STEP_TIMEOUT_S = 2.0, 5.0, 1.0, 90
+MEMORY_TEST_CPU_S = 60.0
 
 
 @pytest.fixture(scope="module")
 def env():
     env = gym.make("AppWorld-Rubric-v0", reward="none", memory_cap_gb=CAP_GB, step_cpu_s=CPU_S,
+                   cpu_grace_s=GRACE_S, step_timeout_s=STEP_TIMEOUT_S)
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def memory_env():
+    """The same memory cap with a CPU budget the hoard cannot reach first: touching ~2 GB of
+    fresh pages takes well under a second on an idle machine, but several on a loaded VM,
+    where the 5 s budget would end the step before the cap does."""
+    env = gym.make("AppWorld-Rubric-v0", reward="none", memory_cap_gb=CAP_GB, step_cpu_s=MEMORY_TEST_CPU_S,
                    cpu_grace_s=GRACE_S, step_timeout_s=STEP_TIMEOUT_S)
     yield env
     env.close()
@@ -27,7 +39,8 @@ def _healthy_step(env, task_id: str) -> None:
     assert not truncated and "environment_failure" not in info and info["transition"].facts.accepted
 
 
-def test_huge_allocation_hits_the_memory_cap(env):
+def test_huge_allocation_hits_the_memory_cap(memory_env):
+    env = memory_env
     adapter = env.unwrapped.adapter
     task_id = adapter.task_ids()[0]
     env.reset(options={"task_id": task_id})
