@@ -156,6 +156,24 @@ class Ranks:
         self.owns_group = False
 
 
+# What ``accelerate launch`` sets for a config with a sharding plugin; the trainer replicates the
+# model and sums LoRA gradients itself, so such a config would silently shard nothing.
+SHARDING_LAUNCH_VARIABLES = {"ACCELERATE_USE_FSDP": "FSDP", "ACCELERATE_USE_DEEPSPEED": "DeepSpeed",
+                             "ACCELERATE_USE_MEGATRON_LM": "Megatron-LM"}
+
+
+def refuse_sharding_launch(environ: Mapping[str, str]) -> None:
+    """Raise ``NotImplementedError`` when the launcher asked for FSDP, DeepSpeed or Megatron-LM."""
+    asked = [name for var, name in SHARDING_LAUNCH_VARIABLES.items()
+             if environ.get(var, "").strip().lower() in ("1", "true", "yes")]
+    if asked:
+        raise NotImplementedError(
+            f"the accelerate config asks for {' and '.join(asked)}, which rubricgym's trainer does not support: it "
+            "replicates the base model on every process and sums the LoRA gradients itself (DDP semantics), so "
+            "nothing would be sharded; launch with a multi-process config without a sharding plugin, e.g. "
+            "configs/accelerate/ddp.yaml (docs/scale.md)")
+
+
 def init_ranks(timeout_s: float, cuda: bool) -> Ranks:
     """The process group from the launcher's environment (``RANK``, ``WORLD_SIZE``,
     ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``: torchrun and accelerate set them);
@@ -163,6 +181,7 @@ def init_ranks(timeout_s: float, cuda: bool) -> Ranks:
     the caller (e.g. ``accelerate.Accelerator``) already initialised."""
     import torch.distributed as dist
 
+    refuse_sharding_launch(os.environ)
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     if world <= 1 and not (dist.is_available() and dist.is_initialized()):
         return Ranks()

@@ -191,6 +191,33 @@ def test_one_process_ranks_are_the_identity():
     assert Ranks(rank=1, world_size=2).share(5) == [1, 3]
 
 
+@pytest.mark.parametrize("variable, plugin", [("ACCELERATE_USE_FSDP", "FSDP"), ("ACCELERATE_USE_DEEPSPEED", "DeepSpeed")])
+def test_a_sharding_accelerate_config_is_refused_before_anything_loads(tmp_path, variable, plugin):
+    """accelerate marks FSDP / DeepSpeed launches with these variables; the trainer replicates the
+    model, so it stops with a clear error rather than silently sharding nothing."""
+    out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", *cli_args(SETTINGS), "--output-dir",
+                          str(tmp_path)], env=child_env(**{variable: "true"}), cwd=ROOT, capture_output=True,
+                         text=True, timeout=HANG_GUARD_S)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert f"cannot start: the accelerate config asks for {plugin}" in out.stderr
+    assert "configs/accelerate/ddp.yaml" in out.stderr and not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_accelerate_launch_with_an_fsdp_config_is_refused_on_every_rank(tmp_path):
+    config = tmp_path / "fsdp.yaml"
+    config.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nnum_machines: 1\n"
+                      "num_processes: 2\nuse_cpu: true\nmixed_precision: 'no'\n"
+                      "fsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\n")
+    cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", "--config_file", str(config),
+           "--main_process_port", str(free_port()), "-m", "rubricgym.cli", "train", *cli_args(SETTINGS),
+           "--output-dir", str(tmp_path / "runs")]
+    out = subprocess.run(cmd, env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert out.returncode != 0
+    assert (out.stdout + out.stderr).count("cannot start: the accelerate config asks for FSDP") == 2
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.slow
 def test_accelerate_launch_with_the_shipped_config(tmp_path):
     settings = [*SETTINGS, "run.iterations=1"]
