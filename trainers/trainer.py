@@ -435,7 +435,8 @@ class Trainer:
             self._log({"phase": "warmup", "iteration": 0, "policy_entropy": record["policy_entropy"]})
         record["time_s"] = time.perf_counter() - t0
         self.warmup_done = True
-        (self.run_dir / WARMUP_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
+        if self.ranks.is_main:  # one writer, as for every run file
+            atomic_write_text(self.run_dir / WARMUP_FILE, json.dumps(record, indent=2))
         self.save()
         return record
 
