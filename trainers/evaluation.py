@@ -8,6 +8,7 @@ module. All games advance together: one generate call per turn over the active e
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +21,8 @@ from pydantic import BaseModel, Field
 
 from rubricgym.trainers.config import EnvSettings, TrainConfig
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, StepSample, available_tasks, make_env_factory
+
+log = logging.getLogger(__name__)
 
 Z95 = 1.959963984540054
 """The standard normal quantile of 0.975: a two-sided 95% interval."""
@@ -124,9 +127,11 @@ def eval_env_settings(config: TrainConfig, env_id: str) -> EnvSettings:
 
 
 def plan_evaluation(config: TrainConfig, seed_of: Callable[[int], int],
-                    fallback: Callable[[], list[tuple[str, int]]], env: Any = None) -> EvalPlan:
+                    fallback: Callable[[], list[tuple[str, int]]], env: Any = None,
+                    train_tasks: Sequence[str] = ()) -> EvalPlan:
     """Resolve the eval tasks. ``env``: an instance of the held-out env (to list its tasks);
-    ``fallback``: the training tasks used when the benchmark declares no held-out split."""
+    ``fallback``: the training tasks used when the benchmark declares no held-out split;
+    ``train_tasks``: the run's training task ids (an eval split sharing one is not held out)."""
     settings = config.evaluation
     env_id = held_out_env_id(config)
     if env_id is None:
@@ -138,8 +143,14 @@ def plan_evaluation(config: TrainConfig, seed_of: Callable[[int], int],
         return EvalPlan(env_id=None, split="train tasks of RL iteration 1 (no held-out split declared)",
                         held_out=False, tasks=tasks)
     names = available_tasks(env, EnvSettings(id=env_id, tasks=settings.tasks, num_tasks=settings.num_tasks))
-    return EvalPlan(env_id=env_id, split=f"held out: {env_id}", held_out=True,
-                    tasks=[(t, seed_of(k)) for k, t in enumerate(names)])
+    tasks = [(t, seed_of(k)) for k, t in enumerate(names)]
+    shared = sorted(set(names) & set(train_tasks))
+    if shared:  # e.g. the same data file passed to both ids: say so, never call it held out
+        log.warning("the evaluation tasks of %s include %d training task(s) (%s): not held out", env_id,
+                    len(shared), ", ".join(shared[:3]))
+        return EvalPlan(env_id=env_id, held_out=False, tasks=tasks,
+                        split=f"{env_id}, NOT held out: {len(shared)} of its {len(names)} tasks are training tasks")
+    return EvalPlan(env_id=env_id, split=f"held out: {env_id}", held_out=True, tasks=tasks)
 
 
 def summarize(label: str, plan: EvalPlan, decoding: str, rollouts: Sequence[Rollout], seconds: float) -> EvalResult:
@@ -226,13 +237,14 @@ class Evaluator:
 
 def build_evaluator(config: TrainConfig, model: Any, tokenizer: Any, seed_of: Callable[[int], int],
                     fallback: Callable[[], list[tuple[str, int]]],
-                    train_env_fn: Callable[[], Any]) -> Evaluator:
-    """The held-out plan and its evaluator (the training env factory when nothing is held out)."""
+                    train_env_fn: Callable[[], Any], train_tasks: Sequence[str] = ()) -> Evaluator:
+    """The held-out plan and its evaluator (the training env factory when nothing is held out);
+    an eval split that shares a task with ``train_tasks`` is reported as not held out."""
     env_id = held_out_env_id(config)
     env_fn = make_env_factory(eval_env_settings(config, env_id)) if env_id else train_env_fn
     probe = env_fn() if env_id else None
     try:
-        plan = plan_evaluation(config, seed_of, fallback, probe)
+        plan = plan_evaluation(config, seed_of, fallback, probe, train_tasks)
     finally:
         if probe is not None:
             probe.close()

@@ -374,7 +374,8 @@ class Trainer:
         tasks, or the train tasks of RL iteration 1 when it declares none."""
         cfg = self.config
         return build_evaluator(cfg, self.model, self.tokenizer, lambda k: derive_seed(cfg.run.seed, 4049, k),
-                               lambda: self.tasks_for(0, cfg.algorithm.tasks_per_iteration), self.env_fn)
+                               lambda: self.tasks_for(0, cfg.algorithm.tasks_per_iteration), self.env_fn,
+                               train_tasks=self.tasks)
 
     def eval_tasks(self) -> list[tuple[str, int]]:
         return list(self.held_out.plan.tasks)

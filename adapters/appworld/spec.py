@@ -19,9 +19,11 @@ SPEC = BenchmarkSpec(
     requires=("httpx",),
     setup_hint="then build AppWorld's venv and offline tasks with `rubricgym appworld setup` (or `make appworld`)",
     env_ids=(
-        EnvIdSpec("AppWorld-Rubric-v0", {"split": "default"}, "offline train split, generated at set-up"),
+        EnvIdSpec("AppWorld-Rubric-v0", {"split": "default"}, "offline train split, generated at set-up",
+                  eval_id="AppWorld-Rubric-Eval-v0"),
         EnvIdSpec("AppWorld-Rubric-Eval-v0", {"split": "offline_dev"}, "offline dev split: held-out scenarios"),
-        EnvIdSpec("AppWorld-Rubric-Train-v0", {"split": "train"}, "official train split (APPWORLD_ROOT)"),
+        EnvIdSpec("AppWorld-Rubric-Train-v0", {"split": "train"}, "official train split (APPWORLD_ROOT)",
+                  eval_id="AppWorld-Rubric-Dev-v0"),
         EnvIdSpec("AppWorld-Rubric-Dev-v0", {"split": "dev"}, "official dev split (APPWORLD_ROOT)"),
         EnvIdSpec("AppWorld-Rubric-TestNormal-v0", {"split": "test_normal"}, "official test_normal (APPWORLD_ROOT)"),
         EnvIdSpec("AppWorld-Rubric-TestChallenge-v0", {"split": "test_challenge"},

@@ -19,7 +19,8 @@ SPEC = BenchmarkSpec(
     requires=("bm25s", "httpx", "tenacity"),
     env_ids=(
         EnvIdSpec("SearchQA-Rubric-v0", {"split": "train"},
-                  "bundled train questions over the bundled corpus; corpus=/questions= for your files"),
+                  "bundled train questions over the bundled corpus; corpus=/questions= for your files",
+                  eval_id="SearchQA-Rubric-Eval-v0"),
         EnvIdSpec("SearchQA-Rubric-Eval-v0", {"split": "eval"}, "bundled eval questions"),
     ),
     max_steps=12,

