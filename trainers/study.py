@@ -7,7 +7,11 @@ curves with their seed spread (``curves.png`` / ``curves.svg``) and reports, per
 trajectories needed for the seed-mean success to reach a target (``summary.json``, ``summary.md``).
 
     rubricgym study --config configs/study_cpu.yaml --estimators grpo,trca --seeds 0,1 \\
-        --trajectories 64 --target 0.5 --output-dir runs/study
+        --trajectories 64 --target 0.5 --output-dir runs/study --jobs 2
+
+With ``--jobs N`` the runs go to N worker processes (each run is independent; the CPU's
+threads are split between them). A run that fails is reported with its error in the summary
+and the exit code; the other runs' results are still written.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import argparse
 import csv
 import json
 import math
+import multiprocessing
+import os
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +43,7 @@ class StudySettings(BaseModel):
     config: str | None = None
     overrides: list[str] = Field(default_factory=list)
     output_dir: str = "runs/study"
+    jobs: int = Field(1, ge=1, description="runs trained at once, each in its own process")
 
     @field_validator("estimators")
     @classmethod
@@ -117,7 +125,8 @@ def plot(rows: list[dict[str, Any]], out: Path, target: float) -> list[Path]:
     return paths
 
 
-def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path) -> dict[str, Any]:
+def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path,
+                  failed: dict[str, str] | None = None) -> dict[str, Any]:
     with open(out / "study.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(CURVE_FIELDS))
         writer.writeheader()
@@ -126,24 +135,56 @@ def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path
     needed = trajectories_to_target(rows, settings.target_success)
     final = {est: curve[-1][1] for est, curve in mean_curves(rows).items()}
     summary = {"settings": settings.model_dump(), "trajectories_to_target": needed, "final_success_mean": final,
-               "plots": [p.name for p in plot(rows, out, settings.target_success)]}
+               "failed_runs": failed or {},
+               "plots": [p.name for p in plot(rows, out, settings.target_success)] if rows else []}
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     lines = [f"| estimator | trajectories to success >= {settings.target_success:g} | final success (seed mean) |",
              "|---|---|---|"]
     lines += [f"| `{est}` | {needed[est] if needed[est] is not None else 'not reached'} | {final[est]:.3f} |"
               for est in settings.estimators if est in needed]
+    lines += [f"\nfailed run `{name}`: {error}" for name, error in (failed or {}).items()]
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return summary
+
+
+def _run_one_safely(settings: StudySettings, estimator: str, seed: int, out: Path) -> list[dict[str, Any]] | str:
+    """One run's rows, or its error as text (one failed run must not lose the others)."""
+    try:
+        return run_one(settings, estimator, seed, out)
+    except Exception as exc:  # noqa: BLE001 - reported per run in the summary and the exit code
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _threads_per_job(settings: StudySettings) -> StudySettings:
+    """Split the usable CPUs between parallel runs unless the config sets ``run.threads``."""
+    if settings.jobs == 1 or any(o.split("=", 1)[0].strip() == "run.threads" for o in settings.overrides):
+        return settings
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, cpus // settings.jobs)
+    return settings.model_copy(update={"overrides": [*settings.overrides, f"run.threads={threads}"]})
 
 
 def run_study(settings: StudySettings) -> dict[str, Any]:
     out = Path(settings.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
-    for estimator in settings.estimators:
-        for seed in settings.seeds:
-            rows += run_one(settings, estimator, seed, out / "runs")
-    return write_results(rows, settings, out)
+    pairs = [(estimator, seed) for estimator in settings.estimators for seed in settings.seeds]
+    run_settings = _threads_per_job(settings)
+    if settings.jobs == 1:
+        results = [_run_one_safely(run_settings, e, s, out / "runs") for e, s in pairs]
+    else:
+        # spawn: torch and the engines are not fork-safe once loaded
+        with ProcessPoolExecutor(max_workers=min(settings.jobs, len(pairs)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_run_one_safely, run_settings, e, s, out / "runs") for e, s in pairs]
+            results = []
+            for future in futures:
+                try:
+                    results.append(future.result())
+                except Exception as exc:  # noqa: BLE001 - a worker process died (killed, out of memory)
+                    results.append(f"worker process failed: {type(exc).__name__}: {exc}")
+    rows = [row for result in results if not isinstance(result, str) for row in result]
+    failed = {f"{e}-seed{s}": result for (e, s), result in zip(pairs, results) if isinstance(result, str)}
+    return write_results(rows, settings, out, failed)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -156,6 +197,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trajectories", type=int, default=64, help="trajectory budget of every run")
     parser.add_argument("--target", type=float, default=0.5, help="success rate whose budget is reported")
     parser.add_argument("--output-dir", default="runs/study")
+    parser.add_argument("--jobs", type=int, default=1, help="runs trained at once, each in its own process")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,11 +205,13 @@ def run(args: argparse.Namespace) -> int:
         settings = StudySettings(estimators=[e for e in args.estimators.split(",") if e],
                                  seeds=[int(s) for s in args.seeds.split(",") if s], trajectories=args.trajectories,
                                  target_success=args.target, config=args.config, overrides=args.overrides,
-                                 output_dir=args.output_dir)
+                                 output_dir=args.output_dir, jobs=args.jobs)
     except ValueError as exc:
         print(f"rubricgym study: {exc}")
         return 2
     summary = run_study(settings)
     print((Path(settings.output_dir) / "summary.md").read_text(encoding="utf-8"))
     print(f"results: {settings.output_dir}/study.csv, curves.png, curves.svg, summary.json")
-    return 0 if summary["trajectories_to_target"] else 1
+    if summary["failed_runs"]:
+        return 3
+    return 0 if any(v is not None for v in summary["trajectories_to_target"].values()) else 1

@@ -10,14 +10,20 @@ import pytest
 from rubricgym.cli import main
 
 
+TINY_WORD_TASK = ["model.name=tiny", "env.factory=trainer.word_env:make_trca_word_env", "env.max_steps=2",
+                  "algorithm.group_size=2", "algorithm.tasks_per_iteration=1", "generation.max_new_tokens=8",
+                  "warmup.enabled=false", "run.checkpoint_every=100", "run.tensorboard=false"]
+
+
+def _study(out, *extra, sets=TINY_WORD_TASK):
+    return main(["study", "--estimators", "grpo,trca", "--seeds", "0,1", "--trajectories", "4", "--target", "0.5",
+                 "--output-dir", str(out), *extra, *[a for s in sets for a in ("--set", s)]])
+
+
 @pytest.mark.slow
 def test_study_runs_estimators_at_matched_budgets_and_draws_curves(tmp_path, capsys):
     out = tmp_path / "study"
-    sets = ["model.name=tiny", "env.factory=trainer.word_env:make_trca_word_env", "env.max_steps=2",
-            "algorithm.group_size=2", "algorithm.tasks_per_iteration=1", "generation.max_new_tokens=8",
-            "warmup.enabled=false", "run.checkpoint_every=100", "run.tensorboard=false"]
-    rc = main(["study", "--estimators", "grpo,trca", "--seeds", "0,1", "--trajectories", "4", "--target", "0.5",
-               "--output-dir", str(out), *[a for s in sets for a in ("--set", s)]])
+    rc = _study(out, sets=[*TINY_WORD_TASK, "run.threads=1"])
     assert rc in (0, 1)  # 1: no estimator reached the target (a tiny random model rarely does)
     rows = list(csv.DictReader(open(out / "study.csv")))
     assert len(rows) == 2 * 2 * 2  # estimators x seeds x iterations (4 trajectories / 2 per iteration)
@@ -36,3 +42,28 @@ def test_study_runs_estimators_at_matched_budgets_and_draws_curves(tmp_path, cap
 def test_study_refuses_unknown_estimators(capsys):
     assert main(["study", "--estimators", "grpo,ppo"]) == 2
     assert "unknown advantage estimator 'ppo'" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_parallel_study_gives_the_serial_study_s_rows(tmp_path):
+    """--jobs 2 trains the runs in two spawned processes; with one thread per run the curves are
+    the serial study's, row for row."""
+    sets = [*TINY_WORD_TASK, "run.threads=1"]
+    assert _study(tmp_path / "serial", sets=sets) in (0, 1)
+    assert _study(tmp_path / "parallel", "--jobs", "2", sets=sets) in (0, 1)
+    serial = list(csv.DictReader(open(tmp_path / "serial" / "study.csv")))
+    parallel = list(csv.DictReader(open(tmp_path / "parallel" / "study.csv")))
+    assert len(serial) == 8 and parallel == serial
+    summary = json.loads((tmp_path / "parallel" / "summary.json").read_text())
+    assert summary["settings"]["jobs"] == 2 and summary["failed_runs"] == {}
+
+
+def test_a_failed_run_is_reported_and_the_exit_code_says_so(tmp_path, capsys):
+    out = tmp_path / "study"
+    rc = _study(out, sets=[*TINY_WORD_TASK, "env.factory=trainer.word_env:no_such_factory"])
+    assert rc == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["failed_runs"]) == {"grpo-seed0", "grpo-seed1", "trca-seed0", "trca-seed1"}
+    assert all("no_such_factory" in error for error in summary["failed_runs"].values())
+    assert "failed run `trca-seed1`" in (out / "summary.md").read_text()
+    assert list(csv.DictReader(open(out / "study.csv"))) == []
