@@ -25,6 +25,13 @@ import yaml
 LABELS = ("before", "after_warmup", "after")
 
 
+def _default_threads() -> str:
+    """For runs whose summary predates ``torch_threads``: what ``run.threads: null`` means here."""
+    from rubricgym.trainers.trainer import default_threads
+
+    return f"{default_threads()} (run.threads unset: the usable CPUs, at most 2)"
+
+
 def demo_record(run_dir: Path) -> dict[str, Any]:
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     evaluations = json.loads((run_dir / "evaluations.json").read_text(encoding="utf-8"))
@@ -43,7 +50,7 @@ def demo_record(run_dir: Path) -> dict[str, Any]:
         "device": "cpu" if not torch.cuda.is_available() else torch.cuda.get_device_name(0),
         "torch": torch.__version__,
         "python": platform.python_version(),
-        "threads": config["run"].get("threads"),
+        "threads": summary.get("torch_threads") or config["run"].get("threads") or _default_threads(),
         "wall_s": round(summary["wall_s"], 1),
         "wall_note": "warm start, three evaluations and RL; the model load (about 10 s) is not included",
         "load_average_start": summary.get("load_average_start"),

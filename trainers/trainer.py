@@ -475,7 +475,7 @@ class Trainer:
                 bar.close()
         summary = self.summary(evaluate)
         summary.update({"wall_s": time.perf_counter() - started, "load_average_start": list(load_start),
-                        "load_average_end": list(os.getloadavg()),
+                        "load_average_end": list(os.getloadavg()), "torch_threads": torch.get_num_threads(),
                         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         if self.ranks.is_main:
             (self.run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
