@@ -175,6 +175,22 @@ def test_a_killed_rank_stops_the_other_and_the_run_resumes_exactly(tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow
+def test_env_workers_in_a_two_process_run_give_the_in_process_run(tmp_path):
+    """Each rank starts its own env worker pool; the run equals the one whose envs step in the
+    training processes (same metrics, same adapter)."""
+    settings = [*SETTINGS, "run.iterations=2"]
+    inline = finish(launch_ranks([*cli_args(settings), "--set", "run.name=inline", "--output-dir", str(tmp_path)]))
+    pooled = finish(launch_ranks([*cli_args(settings), "--set", "env.workers=1", "--set", "env.worker_backend=process",
+                                  "--set", "run.name=pooled", "--output-dir", str(tmp_path)]))
+    assert [code for code, _ in inline] == [0, 0], inline[0][1][-3000:]
+    assert [code for code, _ in pooled] == [0, 0], pooled[0][1][-3000:]
+    assert [stable(m) for m in metrics(tmp_path / "pooled")] == [stable(m) for m in metrics(tmp_path / "inline")]
+    assert all(m["processes"] == 2 for m in metrics(tmp_path / "pooled"))
+    a, b = adapter(tmp_path / "pooled", 2), adapter(tmp_path / "inline", 2)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_rank_metrics_merge_as_count_weighted_means():
     parts = [{"metrics": {"success_rate": 1.0, "action_parsed_rate": 0.5, "rollout_errors": 1.0},
               "counts": {"rollouts": 3, "steps": 2, "trca_steps": 0, "compared_groups": 1}},
