@@ -161,8 +161,10 @@ class LLMUserSettings(BaseModel):
 
     @classmethod
     def from_judge_settings(cls, judge: Any, **overrides: Any) -> LLMUserSettings:
-        """Same server, model and transport limits as a ``JudgeSettings`` (its key stays with it)."""
-        fields = {k: getattr(judge, k) for k in ("base_url", "model", "temperature", "top_p", "seed", "timeout_s", "max_reply_bytes",
+        """Same server, model, key reference (the variable or file name, never the key) and
+        transport limits as a ``JudgeSettings``."""
+        fields = {k: getattr(judge, k) for k in ("base_url", "model", "api_key_env", "api_key_file", "temperature",
+                                                 "top_p", "seed", "timeout_s", "max_reply_bytes",
                                                  "max_transport_retries", "backoff_initial_s", "backoff_max_s")}
         return cls(**{**fields, **overrides})
 

@@ -113,3 +113,18 @@ def test_user_settings_take_keys_only_by_reference(tmp_path, monkeypatch):
     settings = LLMUserSettings(api_key_file=str(key_file), base_url="http://127.0.0.1:9/v1")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert SECRET not in settings.model_dump_json()
+
+
+def test_user_settings_from_the_judge_share_its_server_and_key_reference(tmp_path):
+    from rubricgym.adapters.tau_bench.users import LLMUserSettings
+    from rubricgym.judges.config import JudgeSettings
+
+    key_file = tmp_path / "key"
+    key_file.write_text(SECRET + "\n")
+    judge = JudgeSettings(base_url="http://127.0.0.1:9/v1", model="judge-model", api_key_env="MY_JUDGE_KEY",
+                          api_key_file=str(key_file), max_reply_bytes=4096)
+    user = LLMUserSettings.from_judge_settings(judge, max_tokens=64)
+    assert (user.base_url, user.model, user.api_key_env, user.api_key_file, user.max_reply_bytes, user.max_tokens) == (
+        "http://127.0.0.1:9/v1", "judge-model", "MY_JUDGE_KEY", str(key_file), 4096, 64)
+    assert SECRET not in user.model_dump_json()
+    assert LLMUserSettings.from_judge_settings(judge, api_key_env="OTHER", api_key_file=None).api_key_file is None
