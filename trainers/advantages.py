@@ -111,6 +111,7 @@ def draco_group(group: Sequence[Rollout], name: str, variant: str, judge: Any, i
     for i, rollout in enumerate(group):
         n_j = [len(s.response_ids) for s in rollout.steps]
         out.append(np.asarray(result.step_advantages(i, n_j), dtype=np.float64))
+        rollout.judge = result.rollout_record(i)  # saved with the trajectory: the verdicts behind a_j
     return out
 
 

@@ -58,6 +58,7 @@ class Rollout:
     steps: list[StepSample] = field(default_factory=list)
     trajectory: Trajectory | None = None
     error: str | None = None
+    judge: dict[str, Any] | None = None  # a DRACO judge's record of this rollout (GroupResult.rollout_record)
 
     def samples(self, index: int) -> list[StepSample]:
         """Its steps, labelled as rollout ``index`` of the iteration with T_i = its length."""

@@ -564,6 +564,8 @@ class Trainer:
                         "token_advantages": [[[self.tokenizer.decode([t]), a] for t, a, m in
                                               zip(s.response_ids, s.token_advantages or [], s.loss_mask or []) if m]
                                              for s in r.steps]}
+                if r.judge is not None:
+                    meta["judge"] = r.judge
                 trajs.append(r.trajectory.model_copy(update={"meta": meta}))
         folder = self.run_dir / "trajectories"
         if not self.ranks.distributed:

@@ -96,6 +96,19 @@ class GroupResult(BaseModel):
     def verdict_matrix(self) -> np.ndarray:
         return np.stack([r.verdict_codes() for r in self.rollouts]) if self.rollouts else np.zeros((0, 0), int)
 
+    def rollout_record(self, index: int) -> dict[str, Any]:
+        """Rollout ``index``'s verdicts as JSON, in the layout of the judge component's record
+        (``verdicts``, ``criteria``, ``reward``, ``step_passes`` / ``step_fails``, ...) plus the
+        group's view: the variant, A_i and which criteria survived dropout."""
+        r = self.rollouts[index]
+        return {"variant": self.variant.value, "reward": r.reward, "advantage": r.advantage,
+                "criteria": {c.id: c.text for c in self.criteria},
+                "surviving": [c.id for c in self.surviving_criteria],
+                "verdicts": [v.model_dump(mode="json") for v in r.verdicts],
+                "step_passes": list(r.step_passes), "step_fails": list(r.step_fails), "unanswered": r.unanswered,
+                "dropped_citations": r.dropped_citations, "errors": list(r.judge_errors),
+                "criteria_note": self.criteria_note}
+
     def step_advantages(self, index: int, step_tokens: Sequence[int] | np.ndarray) -> np.ndarray:
         """a_j for rollout ``index`` given its per-step token counts n_j (the variant decides
         between cited-verdict credit and plain GRPO)."""

@@ -166,9 +166,12 @@ def _stored_tokens(meta: Mapping[str, Any], n: int) -> list[list[TokenCredit] | 
 
 
 def _judge_rows(trajectory: Trajectory) -> tuple[float | None, list[CriterionRow]]:
-    """The judge's verdicts for this rollout (the last transition that carries a record)."""
-    for transition in reversed(trajectory.transitions):
-        record = judge_record(transition.info)
+    """The judge's verdicts for this rollout: the last transition that carries a record (a
+    judge reward wrapper), else the record a trainer stored in ``meta["judge"]`` (DRACO)."""
+    records = [judge_record(t.info) for t in reversed(trajectory.transitions)]
+    stored = trajectory.meta.get("judge")
+    records.append(dict(stored) if isinstance(stored, Mapping) else None)
+    for record in records:
         if record is None:
             continue
         texts = record.get("criteria") or {}

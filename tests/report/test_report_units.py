@@ -146,6 +146,21 @@ def test_judge_verdicts_are_shown_with_the_steps_they_cite(tmp_path):
     assert rollout.steps[0].advantage == 0.25 and report.sections[0].groups[0].advantage_source == "stored"
 
 
+def test_a_trainer_s_stored_draco_record_is_shown_when_no_transition_carries_one(tmp_path):
+    """The trainer keeps a DRACO judge's verdicts in ``meta["judge"]`` (its rewards are not a
+    wrapper's): the report shows them like a wrapper's record."""
+    trajectory = _trajectory("picked the wrong mug")
+    del trajectory.transitions[0].info["judge"]
+    trajectory.meta["judge"] = {"reward": 1.0, "advantage": 0.7, "criteria": {"c2": "puts the mug away"},
+                                "verdicts": [{"criterion_id": "c2", "verdict": "pass", "steps": [0], "reason": "ok"}]}
+    path = tmp_path / "t.jsonl"
+    save_jsonl(path, [trajectory])
+    rollout = build_report(path).sections[0].groups[0].rollouts[0]
+    assert [(c.id, c.text, c.verdict, c.steps) for c in rollout.criteria] == [("c2", "puts the mug away", "pass", [0])]
+    assert rollout.judge_reward == 1.0
+    assert [(c.criterion, c.verdict) for c in rollout.steps[0].citations] == [("c2", "pass")]
+
+
 def test_control_characters_are_shown_as_pictures(tmp_path):
     path = tmp_path / "t.jsonl"
     save_jsonl(path, [_trajectory("a\x00b\x1bc\x7f")])

@@ -127,6 +127,11 @@ def test_draco_step_credit_fills_each_steps_tokens_and_nothing_else(estimator):
         # conservation: sum_j n_j a_j = A_i N
         total = sum(len(s.response_ids) * s.token_advantages[0] for s in rollout.steps)
         assert total == pytest.approx(result.rollouts[i].advantage * sum(n_j))
+        # the verdicts behind a_j travel with the rollout (saved in its trajectory's meta)
+        assert rollout.judge == result.rollout_record(i)
+        assert rollout.judge["advantage"] == result.rollouts[i].advantage
+        assert [(v["verdict"], v["steps"]) for v in rollout.judge["verdicts"]] == [
+            (v, steps) for v, steps in verdicts[i]]
     assert result.rollouts[0].advantage > 0 > result.rollouts[1].advantage
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rubricgym.contract import load_jsonl
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.trainer import Trainer
 
@@ -28,3 +29,10 @@ def test_policy_judges_itself_with_k_repeats_and_a_versioned_id(tmp_path):
     assert score["calls"] == 2 * judge.settings.self_judge_repeats
     assert score["unanswered_calls"] == score["calls"]
     assert len(trainer.read_metrics()) == 1
+    # each saved rollout carries the judge's record of it (what the report shows)
+    saved = load_jsonl(trainer.run_dir / "trajectories" / "iter-000001.jsonl")
+    assert len(saved) == 2
+    for t in saved:
+        record = t.meta["judge"]
+        assert record["variant"] == "static/credit" and record["unanswered"] > 0
+        assert set(record["criteria"]) and all(v["criterion_id"] in record["criteria"] for v in record["verdicts"])
