@@ -254,8 +254,7 @@ def _json_value(value: Any, where: str) -> Any:
     raise TypeError(f"{where}: a {type(value).__name__} cannot be stored without pickle")
 
 
-def _split_optimizer(optimizer: Any) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, torch.Tensor]]:
-    sd = optimizer.state_dict()
+def _split_optimizer(sd: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, torch.Tensor]]:
     tensors: dict[str, torch.Tensor] = {}
     scalars: dict[str, dict[str, Any]] = {}
     for pid, entry in sd["state"].items():
@@ -288,17 +287,21 @@ def _optimizer_state_dict(state: TrainerState, tensors: dict[str, torch.Tensor])
 # ---- write -------------------------------------------------------------------------------
 def save_checkpoint(run_dir: Path, iteration: int, model: Any, optimizer: Any, scheduler: Any,
                     extra: dict[str, Any], keep: int = 2, world_size: int = 1,
-                    rank_rng: dict[int, dict[str, Any]] | None = None) -> Path:
+                    rank_rng: dict[int, dict[str, Any]] | None = None,
+                    adapter_state: dict[str, torch.Tensor] | None = None,
+                    optimizer_state: dict[str, Any] | None = None) -> Path:
     """Write ``checkpoint-<iteration>`` atomically (temporary folder, fsync, manifest last,
     rename) and keep the newest ``keep``. ``extra``: ``data_position``, ``warmup_done``,
     ``config`` (JSON-able; never secrets - the config refuses them). Several processes: rank
     0 writes (its adapter and optimizer state are every rank's) and ``rank_rng`` holds the
-    other ranks' RNG snapshots (``trainers.distributed.rng_snapshot``)."""
+    other ranks' RNG snapshots (``trainers.distributed.rng_snapshot``). A sharded model (FSDP)
+    passes its whole tensors, gathered by every rank: ``adapter_state`` (by parameter name) and
+    ``optimizer_state`` (``trainers.sharding``)."""
     from safetensors.torch import save_file
 
     run_dir = Path(run_dir)
     final = run_dir / f"{PREFIX}{iteration:06d}"
-    groups, scalars, tensors = _split_optimizer(optimizer)
+    groups, scalars, tensors = _split_optimizer(optimizer_state or optimizer.state_dict())
     tensors["rng/torch"] = torch.get_rng_state().contiguous()
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
     for i, st in enumerate(cuda):
@@ -316,7 +319,7 @@ def save_checkpoint(run_dir: Path, iteration: int, model: Any, optimizer: Any, s
                          rank_random=others)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=run_dir))
     try:
-        model.save_pretrained(str(tmp / ADAPTER_DIR))
+        model.save_pretrained(str(tmp / ADAPTER_DIR), state_dict=adapter_state)
         save_file(tensors, str(tmp / TENSORS_FILE))
         (tmp / STATE_FILE).write_text(state.model_dump_json(), encoding="utf-8")
         files = {}
@@ -470,19 +473,30 @@ def _move_aside(ckpt: Path) -> Path:
 
 
 # ---- restore -----------------------------------------------------------------------------
-def apply_checkpoint(loaded: _Loaded, model: Any, optimizer: Any, scheduler: Any, rank: int = 0) -> None:
+def apply_checkpoint(loaded: _Loaded, model: Any, optimizer: Any, scheduler: Any, rank: int = 0,
+                     sharded: bool = False) -> None:
+    """Load the adapter, optimizer, scheduler and RNG state; ``sharded``: the model is sharded
+    (FSDP) and each rank cuts its own shards from the whole saved tensors."""
     from peft import set_peft_model_state_dict
 
-    device = next(model.parameters()).device
-    adapter = {k: v.to(device) for k, v in loaded.adapter.items()}
-    result = set_peft_model_state_dict(model, adapter)
-    unexpected = getattr(result, "unexpected_keys", None)
-    if unexpected:
-        raise CheckpointError(loaded.path / ADAPTER_FILE,
-                              f"does not match the model (unexpected keys {list(unexpected)[:3]}...)")
+    from rubricgym.trainers.sharding import load_full_adapter, optimizer_state_for
+
+    if sharded:
+        missing = load_full_adapter(model, loaded.adapter)
+        if missing:
+            raise CheckpointError(loaded.path / ADAPTER_FILE, f"does not match the model (no tensor for {missing[:3]})")
+    else:
+        device = next(model.parameters()).device
+        adapter = {k: v.to(device) for k, v in loaded.adapter.items()}
+        result = set_peft_model_state_dict(model, adapter)
+        unexpected = getattr(result, "unexpected_keys", None)
+        if unexpected:
+            raise CheckpointError(loaded.path / ADAPTER_FILE,
+                                  f"does not match the model (unexpected keys {list(unexpected)[:3]}...)")
     _check_param_groups(loaded, optimizer)
     try:
-        optimizer.load_state_dict(_optimizer_state_dict(loaded.state, loaded.tensors))
+        saved = _optimizer_state_dict(loaded.state, loaded.tensors)
+        optimizer.load_state_dict(optimizer_state_for(optimizer, saved) if sharded else saved)
         if scheduler is not None and loaded.state.scheduler is not None:
             scheduler.load_state_dict(loaded.state.scheduler)
     except (KeyError, ValueError, TypeError, RuntimeError) as exc:
@@ -513,7 +527,8 @@ def _check_param_groups(loaded: _Loaded, optimizer: Any) -> None:
                 raise CheckpointError(where, f"optimizer group {i}: {key} must be a number")
 
 
-def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0) -> Restored:
+def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0,
+                   sharded: bool = False) -> Restored:
     """Restore the newest intact checkpoint of ``run_dir`` into the given objects, warning
     about (and moving aside) newer damaged ones; ``CheckpointError`` when none is intact."""
     run_dir = Path(run_dir)
@@ -524,15 +539,16 @@ def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any, ra
         raise CheckpointError(run_dir, "no checkpoint to resume from")
     if skipped:
         log.warning("resuming from %s; newer checkpoints were damaged: %s", loaded.path.name, "; ".join(skipped))
-    apply_checkpoint(loaded, model, optimizer, scheduler, rank)
+    apply_checkpoint(loaded, model, optimizer, scheduler, rank, sharded)
     return Restored(loaded.path, loaded.state, skipped)
 
 
-def restore_checkpoint(path: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0) -> Restored:
+def restore_checkpoint(path: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0,
+                       sharded: bool = False) -> Restored:
     """Restore one given checkpoint (verified first) as rank ``rank`` (the ranks > 0 of a
     several-process run restore the checkpoint rank 0 chose)."""
     loaded = read_checkpoint(path)
-    apply_checkpoint(loaded, model, optimizer, scheduler, rank)
+    apply_checkpoint(loaded, model, optimizer, scheduler, rank, sharded)
     return Restored(loaded.path, loaded.state, [])
 
 

@@ -187,6 +187,8 @@ class RunSettings(_Section):
     collective_timeout_s: float = Field(
         300.0, gt=0.0, description="several processes: a collective (gradient sum, gather) waiting longer than "
         "this for another rank fails, so the surviving ranks exit instead of hanging (docs/scale.md)")
+    fsdp: bool = Field(False, description="several processes: shard the base model and the adapter over the ranks "
+                       "with FSDP2 (torch fully_shard); also on when accelerate launches an FSDP config")
 
 
 class TrainConfig(_Section):

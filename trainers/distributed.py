@@ -43,6 +43,7 @@ class Ranks:
     timeout_s: float = 0.0
     owns_group: bool = False  # this object initialised the process group (and destroys it)
     failed: bool = False
+    sharded: bool = False  # the model is sharded over the ranks (FSDP, trainers/sharding.py)
 
     @property
     def distributed(self) -> bool:
@@ -156,22 +157,26 @@ class Ranks:
         self.owns_group = False
 
 
-# What ``accelerate launch`` sets for a config with a sharding plugin; the trainer replicates the
-# model and sums LoRA gradients itself, so such a config would silently shard nothing.
-SHARDING_LAUNCH_VARIABLES = {"ACCELERATE_USE_FSDP": "FSDP", "ACCELERATE_USE_DEEPSPEED": "DeepSpeed",
-                             "ACCELERATE_USE_MEGATRON_LM": "Megatron-LM"}
+# What ``accelerate launch`` sets for a config with a sharding plugin. FSDP is the trainer's
+# own (run.fsdp); DeepSpeed and Megatron-LM would silently shard nothing, so they are refused.
+FSDP_LAUNCH_VARIABLE = "ACCELERATE_USE_FSDP"
+UNSUPPORTED_LAUNCH_VARIABLES = {"ACCELERATE_USE_DEEPSPEED": "DeepSpeed", "ACCELERATE_USE_MEGATRON_LM": "Megatron-LM"}
 
 
-def refuse_sharding_launch(environ: Mapping[str, str]) -> None:
-    """Raise ``NotImplementedError`` when the launcher asked for FSDP, DeepSpeed or Megatron-LM."""
-    asked = [name for var, name in SHARDING_LAUNCH_VARIABLES.items()
-             if environ.get(var, "").strip().lower() in ("1", "true", "yes")]
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    return environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
+def launch_asks_for_fsdp(environ: Mapping[str, str]) -> bool:
+    """True when accelerate launched an FSDP config; ``NotImplementedError`` for DeepSpeed or
+    Megatron-LM, which this trainer does not drive."""
+    asked = [name for var, name in UNSUPPORTED_LAUNCH_VARIABLES.items() if _flag(environ, var)]
     if asked:
         raise NotImplementedError(
             f"the accelerate config asks for {' and '.join(asked)}, which rubricgym's trainer does not support: it "
-            "replicates the base model on every process and sums the LoRA gradients itself (DDP semantics), so "
-            "nothing would be sharded; launch with a multi-process config without a sharding plugin, e.g. "
-            "configs/accelerate/ddp.yaml (docs/scale.md)")
+            "drives the model itself (replicated, or sharded with FSDP: run.fsdp), so nothing would be sharded; "
+            "launch with configs/accelerate/ddp.yaml or configs/accelerate/fsdp.yaml (docs/scale.md)")
+    return _flag(environ, FSDP_LAUNCH_VARIABLE)
 
 
 def init_ranks(timeout_s: float, cuda: bool) -> Ranks:
@@ -181,7 +186,7 @@ def init_ranks(timeout_s: float, cuda: bool) -> Ranks:
     the caller (e.g. ``accelerate.Accelerator``) already initialised."""
     import torch.distributed as dist
 
-    refuse_sharding_launch(os.environ)
+    launch_asks_for_fsdp(os.environ)  # refuses DeepSpeed / Megatron-LM before anything loads
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     if world <= 1 and not (dist.is_available() and dist.is_initialized()):
         return Ranks()

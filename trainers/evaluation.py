@@ -20,6 +20,7 @@ import torch
 from pydantic import BaseModel, Field
 
 from rubricgym.trainers.config import EnvSettings, TrainConfig
+from rubricgym.trainers.distributed import Ranks
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, StepSample, available_tasks, make_env_factory
 
 log = logging.getLogger(__name__)
@@ -186,14 +187,15 @@ class Evaluator:
     """Owns the eval envs (one per task, built on first use) and a greedy generator on the
     live training model."""
 
-    def __init__(self, config: TrainConfig, plan: EvalPlan, env_fn: Callable[[], Any], model: Any, tokenizer: Any):
+    def __init__(self, config: TrainConfig, plan: EvalPlan, env_fn: Callable[[], Any], model: Any, tokenizer: Any,
+                 ranks: Ranks | None = None):
         from rubricgym.trainers.generation import HFGenerator
 
         self.config = config
         self.plan = plan
         self.collector = RolloutCollector(env_fn, tokenizer, config.prompt, config.env.max_steps)
         self.greedy = config.evaluation.greedy
-        self.generator = HFGenerator(model, tokenizer, config.generation, greedy=self.greedy)
+        self.generator = HFGenerator(model, tokenizer, config.generation, greedy=self.greedy, ranks=ranks)
         self.last_rollouts: list[Rollout] = []
 
     @property
@@ -237,7 +239,8 @@ class Evaluator:
 
 def build_evaluator(config: TrainConfig, model: Any, tokenizer: Any, seed_of: Callable[[int], int],
                     fallback: Callable[[], list[tuple[str, int]]],
-                    train_env_fn: Callable[[], Any], train_tasks: Sequence[str] = ()) -> Evaluator:
+                    train_env_fn: Callable[[], Any], train_tasks: Sequence[str] = (),
+                    ranks: Ranks | None = None) -> Evaluator:
     """The held-out plan and its evaluator (the training env factory when nothing is held out);
     an eval split that shares a task with ``train_tasks`` is reported as not held out."""
     env_id = held_out_env_id(config)
@@ -248,7 +251,7 @@ def build_evaluator(config: TrainConfig, model: Any, tokenizer: Any, seed_of: Ca
     finally:
         if probe is not None:
             probe.close()
-    return Evaluator(config, plan, env_fn, model, tokenizer)
+    return Evaluator(config, plan, env_fn, model, tokenizer, ranks)
 
 
 @torch.no_grad()

@@ -17,9 +17,14 @@ from typing import Any, Protocol
 import torch
 
 from rubricgym.trainers.config import GenerationSettings
+from rubricgym.trainers.distributed import Ranks
 
 
 class Generator(Protocol):
+    """What the rollout collector samples with. A generator may also offer ``finish()``: the
+    collector calls it once its rollouts are done (``HFGenerator`` on a sharded model keeps
+    joining the other ranks' generate calls there)."""
+
     def generate(self, prompts: Sequence[Sequence[int]]) -> list[list[int]]: ...
 
     def sync_weights(self, model: Any, iteration: int) -> None: ...
@@ -49,10 +54,17 @@ def cut_response(ids: Sequence[int], stops: Sequence[int]) -> list[int]:
 
 class HFGenerator:
     """Sampling with ``transformers.generate`` on the (peft) training model; ``greedy``
-    decodes the most likely tokens instead (held-out evaluation)."""
+    decodes the most likely tokens instead (held-out evaluation).
 
-    def __init__(self, model: Any, tokenizer: Any, settings: GenerationSettings, greedy: bool = False):
+    With a model sharded over ``ranks`` (FSDP) every generate call is a collective: before each
+    batch the ranks agree that someone still generates (a rank with nothing left sends an empty
+    batch from ``finish()`` until all are done) and ``generate(synced_gpus=True)`` keeps the
+    token loops in step."""
+
+    def __init__(self, model: Any, tokenizer: Any, settings: GenerationSettings, greedy: bool = False,
+                 ranks: Ranks | None = None):
         self.model = model
+        self.lockstep = ranks if ranks is not None and ranks.sharded else None
         self.tokenizer = tokenizer
         self.settings = settings
         self.greedy = greedy
@@ -71,10 +83,18 @@ class HFGenerator:
         size = self.settings.batch_size or len(prompts)
         out: list[list[int]] = []
         for k in range(0, len(prompts), size):
+            if self.lockstep is not None:
+                self.lockstep.max([1.0])  # "I generate": the ranks that are done answer from finish()
             out.extend(self._generate_batch(prompts[k : k + size]))
         return out
 
-    def _generate_batch(self, prompts: Sequence[Sequence[int]]) -> list[list[int]]:
+    @torch.no_grad()
+    def finish(self) -> None:
+        """A sharded model: join the other ranks' generate calls with a one-token batch until none is left."""
+        while self.lockstep is not None and self.lockstep.max([0.0])[0] > 0:
+            self._generate_batch([[self.pad_id]], count=False)
+
+    def _generate_batch(self, prompts: Sequence[Sequence[int]], count: bool = True) -> list[list[int]]:
         started = time.perf_counter()
         device = next(self.model.parameters()).device
         width = max(len(p) for p in prompts)
@@ -97,13 +117,15 @@ class HFGenerator:
                 eos_token_id=self.stops,
                 pad_token_id=self.pad_id,
                 use_cache=True,
+                synced_gpus=self.lockstep is not None,
             )
         finally:
             if was_training:
                 self.model.train()
         responses = [cut_response(row[width:].tolist(), self.stops) for row in sampled]
-        self.generated_tokens += sum(len(r) for r in responses)
-        self.seconds += time.perf_counter() - started
+        if count:
+            self.generated_tokens += sum(len(r) for r in responses)
+            self.seconds += time.perf_counter() - started
         return responses
 
 

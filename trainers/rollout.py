@@ -178,6 +178,9 @@ class RolloutCollector:
             self._step_all(active, prompts, responses, timings)
             if progress is not None:
                 progress(turn + 1, sum(not x.done for x in live))
+        finish = getattr(generator, "finish", None)
+        if finish is not None:  # e.g. a sharded model: wait in step for the other ranks' rollouts
+            finish()
         for x in live:
             if not x.done:  # a foreign env that ignores the step budget
                 x.done = True

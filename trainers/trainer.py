@@ -26,12 +26,13 @@ from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.checkpoint import (CheckpointError, atomic_write_text, latest_checkpoint, restore_checkpoint,
                                            restore_latest, save_checkpoint)
 from rubricgym.trainers.config import TrainConfig, dump_config
-from rubricgym.trainers.distributed import Ranks, init_ranks, merge_rank_metrics, rng_snapshot
+from rubricgym.trainers.distributed import Ranks, init_ranks, launch_asks_for_fsdp, merge_rank_metrics, rng_snapshot
 from rubricgym.trainers.env_workers import build_collector
 from rubricgym.trainers.evaluation import EvalResult, Evaluator, build_evaluator, distinct_group_share, policy_entropy
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
 from rubricgym.trainers.rollout import Rollout, RolloutTimings, available_tasks, make_env_factory
 from rubricgym.trainers.run_files import cut_metrics, load_run_config, read_metrics_lines
+from rubricgym.trainers.sharding import full_adapter_state, full_optimizer_state, shard_model
 from rubricgym.trainers.update import ppo_update
 from rubricgym.trainers.warmup import collect_demonstrations, has_expert, run_warmup
 
@@ -98,6 +99,14 @@ class Trainer:
         self.config = config
         # several processes (torchrun / accelerate launch): gloo on CPU, nccl on CUDA; one rank alone otherwise
         self.ranks: Ranks = init_ranks(config.run.collective_timeout_s, cuda=not self._device_is_cpu(config))
+        fsdp = config.run.fsdp or launch_asks_for_fsdp(os.environ)
+        if fsdp and self.ranks.distributed:
+            if config.generation.backend != "hf":
+                raise NotImplementedError(f"run.fsdp with generation.backend={config.generation.backend!r}: a "
+                                          "sharded adapter is not exported to a generation server; use 'hf'")
+            if config.judge.self_judge:
+                raise NotImplementedError("run.fsdp with judge.self_judge: the self-judge's calls are not kept in "
+                                          "step across ranks; use an external judge")
         if self.ranks.world_size > config.algorithm.tasks_per_iteration:
             raise ValueError(f"algorithm.tasks_per_iteration={config.algorithm.tasks_per_iteration} is below the "
                              f"{self.ranks.world_size} processes: each process rolls out whole groups")
@@ -110,6 +119,9 @@ class Trainer:
         self.device = self._device()
         self.model, self.tokenizer = self._build_model(model, tokenizer)
         self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
+        if fsdp and self.ranks.distributed:  # before the optimizer: it must hold the sharded parameters
+            shard_model(self.model)
+            self.ranks.sharded = True
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.algorithm.lr, weight_decay=config.algorithm.weight_decay)
@@ -179,7 +191,7 @@ class Trainer:
     def _build_generator(self) -> Any:
         gen = self.config.generation
         if gen.backend == "hf":
-            return HFGenerator(self.model, self.tokenizer, gen)
+            return HFGenerator(self.model, self.tokenizer, gen, ranks=self.ranks)
         if gen.backend == "openai":
             from rubricgym.trainers.generation_server import OpenAIServerGenerator
 
@@ -315,6 +327,7 @@ class Trainer:
             (timings.generation, timings.environment, timings.tokenization, credit_s, update_s, total) = self.ranks.max(
                 [timings.generation, timings.environment, timings.tokenization, credit_s, update_s, total])
             metrics["processes"] = self.ranks.world_size
+            metrics["fsdp"] = int(self.ranks.sharded)
         metrics.update({
             "time/generation_s": timings.generation, "time/environment_s": timings.environment,
             "time/tokenization_s": timings.tokenization, "time/credit_s": credit_s, "time/update_s": update_s,
@@ -375,7 +388,7 @@ class Trainer:
         cfg = self.config
         return build_evaluator(cfg, self.model, self.tokenizer, lambda k: derive_seed(cfg.run.seed, 4049, k),
                                lambda: self.tasks_for(0, cfg.algorithm.tasks_per_iteration), self.env_fn,
-                               train_tasks=self.tasks)
+                               train_tasks=self.tasks, ranks=self.ranks)
 
     def eval_tasks(self) -> list[tuple[str, int]]:
         return list(self.held_out.plan.tasks)
@@ -456,7 +469,9 @@ class Trainer:
         if self.iteration == 0 and not self.warmup_done and self.warmup_wanted():
             self.warm_start()
             # several processes: all ranks warmed up alike; continue from rank 0's (checkpointed) adapter
-            self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
+            # (a sharded adapter exists once, shard by shard: nothing to align)
+            if not self.ranks.sharded:
+                self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
         elif self.iteration == 0 and evaluate and "before" not in self.evaluations():
             self.evaluate_held_out("before")
         try:
@@ -584,12 +599,16 @@ class Trainer:
         """Checkpoint the run. Several processes: every rank's RNG state goes to rank 0, which
         writes the one checkpoint (adapter and optimizer state are the same on every rank)."""
         snapshots = self.ranks.gather_json(rng_snapshot()) if self.ranks.distributed else []
+        adapter = optimizer_state = None
+        if self.ranks.sharded:  # every rank joins the gathering of the whole tensors; rank 0 writes them
+            adapter, optimizer_state = full_adapter_state(self.model), full_optimizer_state(self.optimizer)
         if not self.ranks.is_main:
             return None
         extra = {"data_position": self.data_position, "warmup_done": self.warmup_done, "config": self.config.model_dump(mode="json")}
         return save_checkpoint(self.run_dir, self.iteration, self.model, self.optimizer, self.scheduler, extra,
                                keep=self.config.run.keep_checkpoints, world_size=self.ranks.world_size,
-                               rank_rng={r: snap for r, snap in enumerate(snapshots) if r > 0})
+                               rank_rng={r: snap for r, snap in enumerate(snapshots) if r > 0},
+                               adapter_state=adapter, optimizer_state=optimizer_state)
 
     def _resume(self) -> None:
         # the newest intact checkpoint (damaged newer ones are named in a warning, moved aside);
@@ -597,7 +616,8 @@ class Trainer:
         restored, error = None, None
         if self.ranks.is_main:
             try:
-                restored = restore_latest(self.run_dir, self.model, self.optimizer, self.scheduler)
+                restored = restore_latest(self.run_dir, self.model, self.optimizer, self.scheduler,
+                                          sharded=self.ranks.sharded)
             except CheckpointError as exc:
                 error = exc
         chosen = self.ranks.broadcast_json({"path": str(restored.path) if restored else None,
@@ -608,7 +628,7 @@ class Trainer:
             raise CheckpointError(self.run_dir, f"rank 0 cannot resume: {chosen['error']}")
         if restored is None:
             restored = restore_checkpoint(Path(chosen["path"]), self.model, self.optimizer, self.scheduler,
-                                          rank=self.ranks.rank)
+                                          rank=self.ranks.rank, sharded=self.ranks.sharded)
         self.iteration = restored.iteration
         self.data_position = restored.data_position
         self.warmup_done = restored.warmup_done or (self.run_dir / WARMUP_FILE).is_file()

@@ -14,7 +14,9 @@ summed over the ranks before the weights are formed, so each rank's loss is its 
 of the global loss; after the local micro-batches, the LoRA gradients are summed over the
 ranks (one all-reduce), before clipping. Every rank then holds the one-process gradient of
 the global batch and takes the same optimizer step. A rank with fewer (or no) micro-batches
-still joins every sum, so ranks never wait on each other mid-step.
+still joins every sum, so ranks never wait on each other mid-step. With FSDP
+(trainers/sharding.py) the sum happens in FSDP's reduce-scatter during each backward, so a
+rank with fewer micro-batches adds empty passes to match the busiest rank.
 
 Batch layout per sequence: ``[left padding][prompt][response][right padding]`` with every
 response starting at the same column, so the logits of all responses come from one slice
@@ -34,6 +36,7 @@ from rubricgym.trainers.config import AlgorithmSettings
 from rubricgym.trainers.distributed import Ranks
 from rubricgym.trainers.loss import entropy_from_logits, policy_loss
 from rubricgym.trainers.rollout import StepSample
+from rubricgym.trainers.sharding import empty_pass, gradient_scale, norm_value, pad_passes
 
 
 @dataclass
@@ -99,13 +102,17 @@ def micro_batches(items: Sequence[int], size: int) -> Iterator[list[int]]:
 
 @torch.no_grad()
 def _logprobs_no_grad(model: Any, samples: Sequence[StepSample], order: Sequence[int], size: int, pad_id: int,
-                      device: Any, temperature: float) -> dict[int, torch.Tensor]:
+                      device: Any, temperature: float, ranks: Ranks) -> dict[int, torch.Tensor]:
     out: dict[int, torch.Tensor] = {}
-    for mb in micro_batches(order, size):
+    batches = list(micro_batches(order, size))
+    empty = pad_passes(ranks, len(batches))  # a sharded model: as many forwards as the busiest rank
+    for mb in batches:
         batch = collate([samples[i] for i in mb], pad_id, device)
         logp, _ = response_logprobs(model, batch, temperature)
         for row, i in enumerate(mb):
             out[i] = logp[row, : len(samples[i].response_ids)].detach()
+    for _ in range(empty):
+        empty_pass(model, pad_id, device, backward=False)
     return out
 
 
@@ -197,9 +204,10 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
     ref = None
     if settings.kl_coef > 0:
         with adapter_disabled(model):
-            ref = _logprobs_no_grad(model, samples, order, size, pad_id, device, temperature)
+            ref = _logprobs_no_grad(model, samples, order, size, pad_id, device, temperature, ranks)
     steps_per_iteration = settings.epochs * settings.minibatches
-    old = _logprobs_no_grad(model, samples, order, size, pad_id, device, temperature) if steps_per_iteration > 1 else None
+    old = (_logprobs_no_grad(model, samples, order, size, pad_id, device, temperature, ranks)
+           if steps_per_iteration > 1 else None)
     model.train()
 
     sums = {"loss": 0.0, "pg": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "ratio": 0.0, "tokens": 0.0}
@@ -220,7 +228,9 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
             step_weight = dict(zip(chunk, aggregation_weights(chunk_samples, str(settings.loss_aggregation), total),
                                    strict=True))
             optimizer.zero_grad(set_to_none=True)
-            for mb in micro_batches(chunk, size):
+            batches = list(micro_batches(chunk, size))
+            empty = pad_passes(ranks, len(batches))
+            for mb in batches:
                 batch = collate([samples[i] for i in mb], pad_id, device)
                 weights = _token_weights([samples[i] for i in mb], [step_weight[i] for i in mb], batch.response_len,
                                          device)
@@ -233,13 +243,16 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
                     entropy_coef=settings.entropy_coef, num_tokens=num_tokens,
                     ratio_level=str(settings.ratio_level), weights=weights,
                 )
-                terms.loss.backward()
+                (terms.loss * gradient_scale(ranks)).backward()
                 sums["loss"] += float(terms.loss.detach()) * num_tokens
                 for key in ("pg", "kl", "entropy", "clipped", "ratio", "tokens"):
                     sums[key] += float(getattr(terms, key))
+            for _ in range(empty):
+                empty_pass(model, pad_id, device, backward=True)
             params = [p for p in model.parameters() if p.requires_grad]
-            ranks.sum_gradients(params)  # each rank's loss carries global weights: the sum is the global gradient
-            grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)))
+            if not ranks.sharded:  # FSDP has reduced them in backward (averaged; the loss was scaled to sum)
+                ranks.sum_gradients(params)  # each rank's loss carries global weights: the sum is the global gradient
+            grad_norms.append(norm_value(torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)))
             optimizer.step()
             if scheduler is not None:
                 scheduler.step()

@@ -22,6 +22,7 @@ import torch
 from rubricgym.benchmark import ExpertAction, ExpertPlayer
 from rubricgym.demo import render
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
+from rubricgym.trainers.sharding import norm_value
 from rubricgym.trainers.config import PromptSettings, WarmupSettings
 from rubricgym.trainers.prompts import EpisodeView, PastStep, render_prompt
 from rubricgym.trainers.rollout import StepSample
@@ -163,7 +164,7 @@ def run_warmup(model: Any, demos: Sequence[Demonstration], settings: WarmupSetti
             loss, _ = sft_loss(model, [samples[i] for i in mb], pad_id, num_tokens)
             loss.backward()
             total += float(loss.detach())
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm))
+        grad_norm = norm_value(torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm))
         optimizer.step()
         metrics = {"phase": "warmup", "iteration": 0, "warmup_step": step, "loss": total, "grad_norm": grad_norm,
                    "tokens": num_tokens}

@@ -16,6 +16,9 @@ import signal
 import sys
 from pathlib import Path
 
+import trainer.split_word_env  # noqa: F401  (registers WordPickSplit-Rubric-v0: a word task with an expert)
+
+from rubricgym.trainers.sharding import full_adapter_state
 from rubricgym.trainers.trainer import Trainer
 
 SAMPLE_FIELDS = ("prompt_ids", "response_ids", "response_text", "reasoning_tokens", "action_tokens", "reward",
@@ -23,7 +26,8 @@ SAMPLE_FIELDS = ("prompt_ids", "response_ids", "response_text", "reasoning_token
 
 
 def lora_weights(trainer: Trainer) -> dict:
-    return {n: p.detach().cpu().clone().contiguous() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    """Whole LoRA tensors (gathered on every rank when the model is sharded)."""
+    return full_adapter_state(trainer.model)
 
 
 def install_hooks() -> None:
