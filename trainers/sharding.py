@@ -34,10 +34,12 @@ def _is_dtensor(value: Any) -> bool:
     return isinstance(value, DTensor)
 
 
-def shard_model(peft_model: Any) -> None:
+def shard_model(peft_model: Any, ranks: Ranks, device: torch.device) -> None:
     """``fully_shard`` every transformer block (the model's ``_no_split_modules`` classes) and
     then the causal LM under the peft wrapper as the root, so ``generate`` (which calls the
-    causal LM directly) gathers the embeddings and head too."""
+    causal LM directly) gathers the embeddings and head too. The mesh is named for the
+    model's device (FSDP's default would pick CUDA whenever a GPU is visible)."""
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
     root = peft_model.get_base_model()
@@ -48,9 +50,10 @@ def shard_model(peft_model: Any) -> None:
     found = [m for m in root.modules() if type(m).__name__ in blocks]
     if not found:
         raise NotImplementedError(f"no module of {sorted(blocks)} in {type(root).__name__}; run.fsdp cannot shard it")
+    mesh = init_device_mesh(device.type, (ranks.world_size,))
     for module in found:
-        fully_shard(module)
-    fully_shard(root)
+        fully_shard(module, mesh=mesh)
+    fully_shard(root, mesh=mesh)
 
 
 def gradient_scale(ranks: Ranks) -> float:

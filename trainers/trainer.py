@@ -120,8 +120,10 @@ class Trainer:
         self.model, self.tokenizer = self._build_model(model, tokenizer)
         self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
         if fsdp and self.ranks.distributed:  # before the optimizer: it must hold the sharded parameters
-            shard_model(self.model)
+            shard_model(self.model, self.ranks, self.device)
             self.ranks.sharded = True
+        elif fsdp:
+            log.warning("run.fsdp with one process: nothing to shard; the model stays whole")
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.algorithm.lr, weight_decay=config.algorithm.weight_decay)
