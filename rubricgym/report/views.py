@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -168,9 +169,9 @@ def _stored_tokens(meta: Mapping[str, Any], n: int) -> list[list[TokenCredit] | 
 def _judge_rows(trajectory: Trajectory) -> tuple[float | None, list[CriterionRow]]:
     """The judge's verdicts for this rollout: the last transition that carries a record (a
     judge reward wrapper), else the record a trainer stored in ``meta["judge"]`` (DRACO)."""
-    records = [judge_record(t.info) for t in reversed(trajectory.transitions)]
     stored = trajectory.meta.get("judge")
-    records.append(dict(stored) if isinstance(stored, Mapping) else None)
+    records = chain((judge_record(t.info) for t in reversed(trajectory.transitions)),
+                    [dict(stored) if isinstance(stored, Mapping) else None])  # lazily: the first found wins
     for record in records:
         if record is None:
             continue
