@@ -30,7 +30,8 @@ def test_success_rate_rises_under_grpo(tmp_path):
     obs, info = env.reset(seed=0, options={"task_id": "pick-0"})
     prompt = render_prompt(tok, EpisodeView("WordPick", info["instruction"], obs, obs, info["admissible_actions"]),
                            config.prompt)
-    warm_start_format(model, tok, [prompt], steps=100, lr=1e-2)
+    # a moderate rate: at 1e-2 the warm start diverged on an AMD EPYC machine (the format was never learned)
+    warm_start_format(model, tok, [prompt], steps=150, lr=5e-3)
 
     trainer = Trainer(config, tmp_path / "run", model=model, tokenizer=tok, env_fn=make_word_env)
     eval_tasks = [("pick-0", 101), ("pick-1", 102)] * 4  # 8 groups x G=8 = 64 rollouts
