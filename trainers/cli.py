@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"rubricgym train: {config.model.name} on {config.env.id if not config.env.factory else config.env.factory} "
               f"({len(trainer.tasks)} tasks, device {trainer.device}"
               f"{f', {trainer.ranks.world_size} processes' if trainer.ranks.distributed else ''}"
-              f"{', FSDP' if trainer.ranks.sharded else ''}), "
+              f"{trainer.sharding_label}), "
               f"advantage '{config.algorithm.advantage}', "
               f"{config.algorithm.tasks_per_iteration} tasks x G={config.algorithm.group_size}, "
               f"{config.run.iterations} iterations -> {trainer.run_dir}", flush=True)

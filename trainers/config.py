@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Section(BaseModel):
@@ -189,6 +189,16 @@ class RunSettings(_Section):
         "this for another rank fails, so the surviving ranks exit instead of hanging (docs/scale.md)")
     fsdp: bool = Field(False, description="several processes: shard the base model and the adapter over the ranks "
                        "with FSDP2 (torch fully_shard); also on when accelerate launches an FSDP config")
+    deepspeed_zero: int | None = Field(
+        None, ge=1, le=3, description="several processes: train through DeepSpeed's ZeRO at this stage (1: optimizer "
+        "state, 2: and gradients, 3: and the model's weights partitioned over the ranks); also set when accelerate "
+        "launches a DeepSpeed config (its zero_stage). Needs the deepspeed extra (docs/scale.md)")
+
+    @model_validator(mode="after")
+    def _one_sharding(self) -> "RunSettings":
+        if self.fsdp and self.deepspeed_zero is not None:
+            raise ValueError("run.fsdp and run.deepspeed_zero both shard the model; choose one")
+        return self
 
 
 class TrainConfig(_Section):

@@ -43,7 +43,9 @@ class Ranks:
     timeout_s: float = 0.0
     owns_group: bool = False  # this object initialised the process group (and destroys it)
     failed: bool = False
-    sharded: bool = False  # the model is sharded over the ranks (FSDP, trainers/sharding.py)
+    # an engine partitions the model or its optimizer over the ranks (FSDP, trainers/sharding.py; DeepSpeed
+    # ZeRO, trainers/zero.py): it reduces the gradients itself and every rank calls the model in step
+    sharded: bool = False
 
     @property
     def distributed(self) -> bool:
@@ -59,7 +61,9 @@ class Ranks:
         return list(range(self.rank, count, self.world_size))
 
     # ---- collectives (the identity with one process) -----------------------------------
-    def _collective(self, what: str, fn: Callable[[], Any]) -> Any:
+    def collective(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` (which talks to the other ranks); its failure is a ``RankFailure`` naming
+        ``what``."""
         import torch.distributed as dist
 
         try:
@@ -77,7 +81,7 @@ class Ranks:
         import torch.distributed as dist
 
         t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=self.device)
-        self._collective("summing counts", lambda: dist.all_reduce(t))
+        self.collective("summing counts", lambda: dist.all_reduce(t))
         return [float(v) for v in t.cpu().tolist()]
 
     def max(self, values: Sequence[float]) -> list[float]:
@@ -86,7 +90,7 @@ class Ranks:
         import torch.distributed as dist
 
         t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=self.device)
-        self._collective("taking a maximum", lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX))
+        self.collective("taking a maximum", lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX))
         return [float(v) for v in t.cpu().tolist()]
 
     def sum_gradients(self, params: Sequence[torch.Tensor]) -> None:
@@ -97,7 +101,7 @@ class Ranks:
         import torch.distributed as dist
 
         flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
-        self._collective("summing gradients", lambda: dist.all_reduce(flat))
+        self.collective("summing gradients", lambda: dist.all_reduce(flat))
         offset = 0
         for p in params:
             n = p.numel()
@@ -112,7 +116,7 @@ class Ranks:
 
         with torch.no_grad():
             flat = torch.cat([p.detach().reshape(-1) for p in params]).to(self.device)
-            self._collective("broadcasting parameters", lambda: dist.broadcast(flat, src=0))
+            self.collective("broadcasting parameters", lambda: dist.broadcast(flat, src=0))
             offset = 0
             for p in params:
                 n = p.numel()
@@ -128,12 +132,12 @@ class Ranks:
         data = json.dumps(value).encode("utf-8")
         size = torch.tensor([len(data)], dtype=torch.long, device=self.device)
         sizes = [torch.zeros_like(size) for _ in range(self.world_size)]
-        self._collective("gathering sizes", lambda: dist.all_gather(sizes, size))
+        self.collective("gathering sizes", lambda: dist.all_gather(sizes, size))
         width = max(int(s.item()) for s in sizes)
         buf = torch.zeros(width, dtype=torch.uint8, device=self.device)
         buf[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(self.device) if data else buf[:0]
         out = [torch.zeros_like(buf) for _ in range(self.world_size)]
-        self._collective("gathering records", lambda: dist.all_gather(out, buf))
+        self.collective("gathering records", lambda: dist.all_gather(out, buf))
         return [json.loads(bytes(o[: int(s.item())].cpu().tolist()).decode("utf-8")) for o, s in zip(out, sizes)]
 
     def broadcast_json(self, value: Any) -> Any:
@@ -144,7 +148,7 @@ class Ranks:
         if self.distributed:
             import torch.distributed as dist
 
-            self._collective("waiting for every rank", lambda: dist.barrier())
+            self.collective("waiting for every rank", lambda: dist.barrier())
 
     def close(self) -> None:
         """Destroy the process group this object created (skipped after a failure: a group
@@ -157,26 +161,55 @@ class Ranks:
         self.owns_group = False
 
 
-# What ``accelerate launch`` sets for a config with a sharding plugin. FSDP is the trainer's
-# own (run.fsdp); DeepSpeed and Megatron-LM would silently shard nothing, so they are refused.
+# What ``accelerate launch`` sets for a config with a sharding plugin. FSDP (run.fsdp) and
+# DeepSpeed ZeRO (run.deepspeed_zero) are driven by the trainer itself; Megatron-LM would
+# silently shard nothing, so it is refused.
 FSDP_LAUNCH_VARIABLE = "ACCELERATE_USE_FSDP"
-UNSUPPORTED_LAUNCH_VARIABLES = {"ACCELERATE_USE_DEEPSPEED": "DeepSpeed", "ACCELERATE_USE_MEGATRON_LM": "Megatron-LM"}
+DEEPSPEED_LAUNCH_VARIABLE = "ACCELERATE_USE_DEEPSPEED"
+ZERO_STAGE_LAUNCH_VARIABLE = "ACCELERATE_DEEPSPEED_ZERO_STAGE"
+UNSUPPORTED_LAUNCH_VARIABLES = {"ACCELERATE_USE_MEGATRON_LM": "Megatron-LM"}
+# DeepSpeed settings of an accelerate config that the trainer does not apply: refused, not ignored
+UNSUPPORTED_DEEPSPEED_VARIABLES = {
+    "ACCELERATE_DEEPSPEED_CONFIG_FILE": "a DeepSpeed config file (the trainer builds the DeepSpeed config from the "
+                                        "run config: stage, gradient clipping)",
+    "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE": "offloading the optimizer state",
+    "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE": "offloading the parameters",
+}
+
+
+@dataclass(frozen=True)
+class LaunchSharding:
+    """The sharding an ``accelerate launch`` config asks for (nothing for torchrun)."""
+
+    fsdp: bool = False
+    zero_stage: int | None = None
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:
     return environ.get(name, "").strip().lower() in ("1", "true", "yes")
 
 
-def launch_asks_for_fsdp(environ: Mapping[str, str]) -> bool:
-    """True when accelerate launched an FSDP config; ``NotImplementedError`` for DeepSpeed or
-    Megatron-LM, which this trainer does not drive."""
+def launch_sharding(environ: Mapping[str, str]) -> LaunchSharding:
+    """What the launcher's environment asks for; ``NotImplementedError`` for Megatron-LM and for
+    DeepSpeed settings the trainer does not apply (a config file, offloading, stage 0)."""
     asked = [name for var, name in UNSUPPORTED_LAUNCH_VARIABLES.items() if _flag(environ, var)]
     if asked:
         raise NotImplementedError(
             f"the accelerate config asks for {' and '.join(asked)}, which rubricgym's trainer does not support: it "
-            "drives the model itself (replicated, or sharded with FSDP: run.fsdp), so nothing would be sharded; "
-            "launch with configs/accelerate/ddp.yaml or configs/accelerate/fsdp.yaml (docs/scale.md)")
-    return _flag(environ, FSDP_LAUNCH_VARIABLE)
+            "drives the model itself (replicated, sharded with FSDP, or through DeepSpeed ZeRO), so nothing would "
+            "be sharded; launch with configs/accelerate/ddp.yaml, fsdp.yaml or deepspeed_zero2.yaml (docs/scale.md)")
+    if not _flag(environ, DEEPSPEED_LAUNCH_VARIABLE):
+        return LaunchSharding(fsdp=_flag(environ, FSDP_LAUNCH_VARIABLE))
+    for var, what in UNSUPPORTED_DEEPSPEED_VARIABLES.items():
+        value = environ.get(var, "").strip().lower()
+        if value and value != "none":
+            raise NotImplementedError(f"the accelerate DeepSpeed config asks for {what} ({var}={environ[var]!r}), "
+                                      "which rubricgym's trainer does not apply; remove it (docs/scale.md)")
+    raw = environ.get(ZERO_STAGE_LAUNCH_VARIABLE, "").strip() or "2"
+    if raw not in ("1", "2", "3"):
+        raise NotImplementedError(f"the accelerate DeepSpeed config asks for ZeRO stage {raw!r}; the trainer runs "
+                                  "stages 1, 2 and 3 (stage 0 is plain data parallel: configs/accelerate/ddp.yaml)")
+    return LaunchSharding(zero_stage=int(raw))
 
 
 def init_ranks(timeout_s: float, cuda: bool) -> Ranks:
@@ -186,7 +219,7 @@ def init_ranks(timeout_s: float, cuda: bool) -> Ranks:
     the caller (e.g. ``accelerate.Accelerator``) already initialised."""
     import torch.distributed as dist
 
-    launch_asks_for_fsdp(os.environ)  # refuses DeepSpeed / Megatron-LM before anything loads
+    launch_sharding(os.environ)  # refuses Megatron-LM and unsupported DeepSpeed settings before anything loads
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     if world <= 1 and not (dist.is_available() and dist.is_initialized()):
         return Ranks()

@@ -118,14 +118,18 @@ def optimizer_state_for(optimizer: torch.optim.Optimizer, state_dict: dict[str, 
     return {"state": state, "param_groups": state_dict["param_groups"]}
 
 
-def empty_pass(model: Any, pad_id: int, device: Any, backward: bool) -> None:
-    """One forward (and backward) that contributes nothing: keeps a rank with fewer
-    micro-batches in step with the others' collectives."""
+def empty_loss(model: Any, pad_id: int, device: Any) -> torch.Tensor:
+    """A one-token forward whose loss (0) contributes nothing to any gradient: backward on it
+    keeps a rank with fewer micro-batches in step with the others' collectives."""
     ids = torch.full((1, 1), pad_id, dtype=torch.long, device=device)
-    with torch.set_grad_enabled(backward):
-        logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
-        if backward:
-            (logits.float().sum() * 0.0).backward()
+    logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False).logits
+    return logits.float().sum() * 0.0
+
+
+@torch.no_grad()
+def empty_pass(model: Any, pad_id: int, device: Any) -> None:
+    """A forward without gradients that keeps a rank in step with the others' forwards."""
+    empty_loss(model, pad_id, device)
 
 
 def pad_passes(ranks: Ranks, local: int) -> int:

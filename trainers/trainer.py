@@ -26,7 +26,7 @@ from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.checkpoint import (CheckpointError, atomic_write_text, latest_checkpoint, restore_checkpoint,
                                            restore_latest, save_checkpoint)
 from rubricgym.trainers.config import TrainConfig, dump_config
-from rubricgym.trainers.distributed import Ranks, init_ranks, launch_asks_for_fsdp, merge_rank_metrics, rng_snapshot
+from rubricgym.trainers.distributed import Ranks, init_ranks, launch_sharding, merge_rank_metrics, rng_snapshot
 from rubricgym.trainers.env_workers import build_collector
 from rubricgym.trainers.evaluation import EvalResult, Evaluator, build_evaluator, distinct_group_share, policy_entropy
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
@@ -35,6 +35,7 @@ from rubricgym.trainers.run_files import cut_metrics, load_run_config, read_metr
 from rubricgym.trainers.sharding import full_adapter_state, full_optimizer_state, shard_model
 from rubricgym.trainers.update import ppo_update
 from rubricgym.trainers.warmup import collect_demonstrations, has_expert, run_warmup
+from rubricgym.trainers.zero import ZeroOptimizerStep, require_deepspeed
 
 log = logging.getLogger(__name__)
 
@@ -99,14 +100,21 @@ class Trainer:
         self.config = config
         # several processes (torchrun / accelerate launch): gloo on CPU, nccl on CUDA; one rank alone otherwise
         self.ranks: Ranks = init_ranks(config.run.collective_timeout_s, cuda=not self._device_is_cpu(config))
-        fsdp = config.run.fsdp or launch_asks_for_fsdp(os.environ)
-        if fsdp and self.ranks.distributed:
+        launch = launch_sharding(os.environ)
+        fsdp = config.run.fsdp or launch.fsdp
+        zero_stage = config.run.deepspeed_zero or launch.zero_stage
+        if fsdp and zero_stage:
+            raise ValueError("FSDP and DeepSpeed ZeRO both asked for (run config or accelerate config); choose one")
+        engine = "run.fsdp" if fsdp else "run.deepspeed_zero" if zero_stage else None
+        if engine and self.ranks.distributed:
             if config.generation.backend != "hf":
-                raise NotImplementedError(f"run.fsdp with generation.backend={config.generation.backend!r}: a "
+                raise NotImplementedError(f"{engine} with generation.backend={config.generation.backend!r}: a "
                                           "sharded adapter is not exported to a generation server; use 'hf'")
             if config.judge.self_judge:
-                raise NotImplementedError("run.fsdp with judge.self_judge: the self-judge's calls are not kept in "
+                raise NotImplementedError(f"{engine} with judge.self_judge: the self-judge's calls are not kept in "
                                           "step across ranks; use an external judge")
+        if zero_stage and self.ranks.distributed:
+            require_deepspeed(self._device_is_cpu(config))
         if self.ranks.world_size > config.algorithm.tasks_per_iteration:
             raise ValueError(f"algorithm.tasks_per_iteration={config.algorithm.tasks_per_iteration} is below the "
                              f"{self.ranks.world_size} processes: each process rolls out whole groups")
@@ -119,11 +127,15 @@ class Trainer:
         self.device = self._device()
         self.model, self.tokenizer = self._build_model(model, tokenizer)
         self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
-        if fsdp and self.ranks.distributed:  # before the optimizer: it must hold the sharded parameters
+        self.fsdp = bool(fsdp and self.ranks.distributed)
+        if self.fsdp:  # before the optimizer: it must hold the sharded parameters
             shard_model(self.model, self.ranks, self.device)
-            self.ranks.sharded = True
-        elif fsdp:
-            log.warning("run.fsdp with one process: nothing to shard; the model stays whole")
+        elif engine and not self.ranks.distributed:
+            log.warning("%s with one process: nothing to shard; the model stays whole", engine)
+        # DeepSpeed's engine takes the model and optimizer over at the first RL update (trainers/zero.py)
+        self.zero_stage = zero_stage if self.ranks.distributed else None
+        self._zero: ZeroOptimizerStep | None = None
+        self.ranks.sharded = self.fsdp or self.zero_stage is not None
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.algorithm.lr, weight_decay=config.algorithm.weight_decay)
@@ -329,7 +341,8 @@ class Trainer:
             (timings.generation, timings.environment, timings.tokenization, credit_s, update_s, total) = self.ranks.max(
                 [timings.generation, timings.environment, timings.tokenization, credit_s, update_s, total])
             metrics["processes"] = self.ranks.world_size
-            metrics["fsdp"] = int(self.ranks.sharded)
+            metrics["fsdp"] = int(self.fsdp)
+            metrics["deepspeed_zero"] = self.zero_stage or 0
         metrics.update({
             "time/generation_s": timings.generation, "time/environment_s": timings.environment,
             "time/tokenization_s": timings.tokenization, "time/credit_s": credit_s, "time/update_s": update_s,
@@ -358,9 +371,12 @@ class Trainer:
     def update(self, samples: Sequence[Any], it: int) -> dict[str, float]:
         """One policy update of iteration ``it`` on this rank's step samples (global statistics)."""
         gen = torch.Generator().manual_seed(derive_seed(self.config.run.seed, 15485863, it))
+        if self.zero_stage is not None and self._zero is None:
+            self._zero = ZeroOptimizerStep(self.model, self.optimizer, self.ranks, self.zero_stage,
+                                           self.config.algorithm.max_grad_norm)
         return ppo_update(self.model, self.optimizer, self.scheduler, samples, self.config.algorithm,
                           pad_id=self.pad_id, temperature=self.config.generation.temperature, generator=gen,
-                          ranks=self.ranks)
+                          ranks=self.ranks, optimizer_step=self._zero)
 
     def _rollout_metrics(self, groups: Sequence[Sequence[Rollout]]) -> dict[str, float]:
         """``group_metrics`` of the iteration's groups (on every rank: of all ranks' groups)."""
@@ -471,8 +487,8 @@ class Trainer:
         if self.iteration == 0 and not self.warmup_done and self.warmup_wanted():
             self.warm_start()
             # several processes: all ranks warmed up alike; continue from rank 0's (checkpointed) adapter
-            # (a sharded adapter exists once, shard by shard: nothing to align)
-            if not self.ranks.sharded:
+            # (an FSDP-sharded adapter exists once, shard by shard: nothing to align)
+            if not self.fsdp:
                 self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
         elif self.iteration == 0 and evaluate and "before" not in self.evaluations():
             self.evaluate_held_out("before")
@@ -597,13 +613,28 @@ class Trainer:
             (folder / f"iter-{it:06d}.jsonl").write_text("".join(line + "\n" for _, _, line in gathered),
                                                          encoding="utf-8")
 
+    @property
+    def sharding_label(self) -> str:
+        """``, FSDP`` / ``, DeepSpeed ZeRO-<stage>`` for the start line; empty when replicated."""
+        return ", FSDP" if self.fsdp else f", DeepSpeed ZeRO-{self.zero_stage}" if self.zero_stage else ""
+
+    def full_adapter_state(self) -> dict[str, torch.Tensor] | None:
+        """The whole LoRA tensors when the model is partitioned (a collective: every rank calls
+        it); None when every rank holds them whole."""
+        if self._zero is not None:
+            return self._zero.full_adapter_state()
+        return full_adapter_state(self.model) if self.fsdp else None
+
     def save(self) -> Path | None:
         """Checkpoint the run. Several processes: every rank's RNG state goes to rank 0, which
         writes the one checkpoint (adapter and optimizer state are the same on every rank)."""
         snapshots = self.ranks.gather_json(rng_snapshot()) if self.ranks.distributed else []
-        adapter = optimizer_state = None
-        if self.ranks.sharded:  # every rank joins the gathering of the whole tensors; rank 0 writes them
-            adapter, optimizer_state = full_adapter_state(self.model), full_optimizer_state(self.optimizer)
+        # a partitioned model or optimizer: every rank joins the gathering of the whole tensors; rank 0 writes them
+        adapter, optimizer_state = self.full_adapter_state(), None
+        if self._zero is not None:
+            optimizer_state = self._zero.full_optimizer_state()
+        elif self.fsdp:
+            optimizer_state = full_optimizer_state(self.optimizer)
         if not self.ranks.is_main:
             return None
         extra = {"data_position": self.data_position, "warmup_done": self.warmup_done, "config": self.config.model_dump(mode="json")}
@@ -619,7 +650,7 @@ class Trainer:
         if self.ranks.is_main:
             try:
                 restored = restore_latest(self.run_dir, self.model, self.optimizer, self.scheduler,
-                                          sharded=self.ranks.sharded)
+                                          sharded=self.fsdp)
             except CheckpointError as exc:
                 error = exc
         chosen = self.ranks.broadcast_json({"path": str(restored.path) if restored else None,
@@ -630,7 +661,7 @@ class Trainer:
             raise CheckpointError(self.run_dir, f"rank 0 cannot resume: {chosen['error']}")
         if restored is None:
             restored = restore_checkpoint(Path(chosen["path"]), self.model, self.optimizer, self.scheduler,
-                                          rank=self.ranks.rank, sharded=self.ranks.sharded)
+                                          rank=self.ranks.rank, sharded=self.fsdp)
         self.iteration = restored.iteration
         self.data_position = restored.data_position
         self.warmup_done = restored.warmup_done or (self.run_dir / WARMUP_FILE).is_file()

@@ -15,8 +15,10 @@ of the global loss; after the local micro-batches, the LoRA gradients are summed
 ranks (one all-reduce), before clipping. Every rank then holds the one-process gradient of
 the global batch and takes the same optimizer step. A rank with fewer (or no) micro-batches
 still joins every sum, so ranks never wait on each other mid-step. With FSDP
-(trainers/sharding.py) the sum happens in FSDP's reduce-scatter during each backward, so a
-rank with fewer micro-batches adds empty passes to match the busiest rank.
+(trainers/sharding.py) the sum happens in FSDP's reduce-scatter during each backward (with DeepSpeed ZeRO,
+trainers/zero.py, in its engine), so a rank with fewer micro-batches adds empty passes to
+match the busiest rank. Who reduces, clips and steps is the ``OptimizerStep``
+(trainers/optimizer_step.py).
 
 Batch layout per sequence: ``[left padding][prompt][response][right padding]`` with every
 response starting at the same column, so the logits of all responses come from one slice
@@ -36,7 +38,8 @@ from rubricgym.trainers.config import AlgorithmSettings
 from rubricgym.trainers.distributed import Ranks
 from rubricgym.trainers.loss import entropy_from_logits, policy_loss
 from rubricgym.trainers.rollout import StepSample
-from rubricgym.trainers.sharding import empty_pass, gradient_scale, norm_value, pad_passes
+from rubricgym.trainers.optimizer_step import OptimizerStep, TorchOptimizerStep
+from rubricgym.trainers.sharding import empty_loss, empty_pass, pad_passes
 
 
 @dataclass
@@ -112,7 +115,7 @@ def _logprobs_no_grad(model: Any, samples: Sequence[StepSample], order: Sequence
         for row, i in enumerate(mb):
             out[i] = logp[row, : len(samples[i].response_ids)].detach()
     for _ in range(empty):
-        empty_pass(model, pad_id, device, backward=False)
+        empty_pass(model, pad_id, device)
     return out
 
 
@@ -184,10 +187,14 @@ def _token_weights(samples: Sequence[StepSample], weights: Sequence[float], widt
 
 def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, samples: Sequence[StepSample],
                settings: AlgorithmSettings, *, pad_id: int, temperature: float = 1.0,
-               generator: torch.Generator | None = None, ranks: Ranks | None = None) -> dict[str, float]:
+               generator: torch.Generator | None = None, ranks: Ranks | None = None,
+               optimizer_step: OptimizerStep | None = None) -> dict[str, float]:
     """Run the update; returns token-weighted means of the loss terms (empty dict: nothing to
-    train). With several ``ranks``, ``samples`` are this rank's and the statistics are global."""
+    train). With several ``ranks``, ``samples`` are this rank's and the statistics are global.
+    ``optimizer_step``: who reduces, clips and steps (default: ``optimizer`` itself)."""
     ranks = ranks or Ranks()
+    optimizer_step = optimizer_step or TorchOptimizerStep(model, optimizer, ranks, settings.max_grad_norm)
+    policy = optimizer_step.module  # the training passes' forward (the model, or an engine around it)
     settings = resolved_objective(settings)
     samples = trainable_samples(samples, settings.skip_zero_advantage)
     trained, update_tokens = ranks.sum([len(samples), sum(len(s.prompt_ids) + len(s.response_ids) for s in samples)])
@@ -229,12 +236,16 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
                                    strict=True))
             optimizer.zero_grad(set_to_none=True)
             batches = list(micro_batches(chunk, size))
-            empty = pad_passes(ranks, len(batches))
-            for mb in batches:
+            passes: list[list[int] | None] = [*batches, *[None] * pad_passes(ranks, len(batches))]
+            for k, mb in enumerate(passes):
+                last = k == len(passes) - 1
+                if mb is None:  # an empty pass: in step with the busiest rank's engine collectives
+                    optimizer_step.backward(empty_loss(policy, pad_id, device), last)
+                    continue
                 batch = collate([samples[i] for i in mb], pad_id, device)
                 weights = _token_weights([samples[i] for i in mb], [step_weight[i] for i in mb], batch.response_len,
                                          device)
-                logp, entropy = response_logprobs(model, batch, temperature, with_entropy=settings.entropy_coef > 0)
+                logp, entropy = response_logprobs(policy, batch, temperature, with_entropy=settings.entropy_coef > 0)
                 old_logp = _stack(old, mb, batch.response_len, device) if old is not None else logp.detach()
                 ref_logp = _stack(ref, mb, batch.response_len, device) if ref is not None else None
                 terms = policy_loss(
@@ -243,17 +254,11 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
                     entropy_coef=settings.entropy_coef, num_tokens=num_tokens,
                     ratio_level=str(settings.ratio_level), weights=weights,
                 )
-                (terms.loss * gradient_scale(ranks)).backward()
+                optimizer_step.backward(terms.loss, last)
                 sums["loss"] += float(terms.loss.detach()) * num_tokens
                 for key in ("pg", "kl", "entropy", "clipped", "ratio", "tokens"):
                     sums[key] += float(getattr(terms, key))
-            for _ in range(empty):
-                empty_pass(model, pad_id, device, backward=True)
-            params = [p for p in model.parameters() if p.requires_grad]
-            if not ranks.sharded:  # FSDP has reduced them in backward (averaged; the loss was scaled to sum)
-                ranks.sum_gradients(params)  # each rank's loss carries global weights: the sum is the global gradient
-            grad_norms.append(norm_value(torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)))
-            optimizer.step()
+            grad_norms.append(optimizer_step.step())
             if scheduler is not None:
                 scheduler.step()
     optimizer.zero_grad(set_to_none=True)

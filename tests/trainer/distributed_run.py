@@ -18,7 +18,6 @@ from pathlib import Path
 
 import trainer.split_word_env  # noqa: F401  (registers WordPickSplit-Rubric-v0: a word task with an expert)
 
-from rubricgym.trainers.sharding import full_adapter_state
 from rubricgym.trainers.trainer import Trainer
 
 SAMPLE_FIELDS = ("prompt_ids", "response_ids", "response_text", "reasoning_tokens", "action_tokens", "reward",
@@ -27,7 +26,10 @@ SAMPLE_FIELDS = ("prompt_ids", "response_ids", "response_text", "reasoning_token
 
 def lora_weights(trainer: Trainer) -> dict:
     """Whole LoRA tensors (gathered on every rank when the model is sharded)."""
-    return full_adapter_state(trainer.model)
+    whole = trainer.full_adapter_state()
+    if whole is None:
+        whole = {n: p.detach().cpu().contiguous() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    return whole
 
 
 def install_hooks() -> None:

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from rubricgym.trainers.checkpoint import list_checkpoints, read_state
-from rubricgym.trainers.config import load_config
-from rubricgym.trainers.distributed import Ranks, merge_rank_metrics
+from rubricgym.trainers.checkpoint import TENSORS_FILE, list_checkpoints, read_state
+from rubricgym.trainers.config import RunSettings, load_config
+from rubricgym.trainers.distributed import LaunchSharding, Ranks, launch_sharding, merge_rank_metrics
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.trainer import Trainer
+from rubricgym.trainers.zero import require_deepspeed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("distributed_run.py")
@@ -197,7 +198,7 @@ def test_env_workers_in_a_two_process_run_give_the_in_process_run(tmp_path):
 FSDP_SETTINGS = [s for s in SETTINGS if not s.startswith(("env.factory", "run.evaluate_after", "warmup.enabled"))] + [
     "env.id=WordPickSplit-Rubric-v0", "algorithm.tasks_per_iteration=3", "generation.batch_size=2",
     "warmup.steps=3", "warmup.games=2", "run.iterations=2"]
-SHARDING_FLAGS = ("fsdp",)
+SHARDING_FLAGS = ("fsdp", "deepspeed_zero")
 
 
 def approx_metrics(a: list[dict], b: list[dict]) -> None:
@@ -256,12 +257,71 @@ def test_an_fsdp_run_resumes_exactly(tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_fsdp_refuses_what_it_cannot_keep_in_step(tmp_path):
+@pytest.mark.slow
+def test_deepspeed_zero_trains_like_replicated_processes(tmp_path):
+    """run.deepspeed_zero at stages 1, 2 and 3 (optimizer state, gradients, weights partitioned):
+    the warm start, evaluations and RL give the replicated run's metrics and adapter, within
+    float tolerance, while the ranks roll out 2 groups and 1."""
+    record = tmp_path / "record"
+    record.mkdir()
+    runs = {}
+    for stage in (None, 1, 2, 3):
+        flag = ["--set", f"run.deepspeed_zero={stage}"] if stage else []
+        runs[stage] = finish(launch_ranks([*cli_args(FSDP_SETTINGS), *flag, "--set", f"run.name=zero-{stage}",
+                                           "--output-dir", str(tmp_path)],
+                                          **({"RUBRICGYM_TEST_RECORD": str(record)} if stage == 3 else {})))
+        assert [code for code, _ in runs[stage]] == [0, 0], runs[stage][0][1][-3000:]
+    replicated = metrics(tmp_path / "zero-None")
+    for stage in (1, 2, 3):
+        zero = metrics(tmp_path / f"zero-{stage}")
+        assert [m["deepspeed_zero"] for m in zero if "processes" in m] == [stage, stage]
+        approx_metrics(zero, replicated)
+        a, b = adapter(tmp_path / f"zero-{stage}", 2), adapter(tmp_path / "zero-None", 2)
+        assert a.keys() == b.keys()
+        for key in a:
+            torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6)
+    shares = [load_samples(record / f"samples-rank{r}-iter1.json") for r in (0, 1)]
+    assert len(shares[0]) == 2 * len(shares[1]) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage, stop", [(2, "stop-after"), (3, "kill")])
+def test_a_deepspeed_run_resumes_exactly(tmp_path, stage, stop):
+    """The checkpoint holds whole tensors gathered from the engine's partitions; a run stopped
+    after iteration 1 (or whose rank 1 is SIGKILLed as iteration 2 starts: rank 0 stops at the
+    next collective) resumes into a new engine and continues as if never stopped."""
+    common = [*cli_args(FSDP_SETTINGS), "--set", f"run.deepspeed_zero={stage}", "--set",
+              "run.collective_timeout_s=30", "--output-dir", str(tmp_path)]
+    full = finish(launch_ranks([*common, "--set", "run.name=full"]))
+    assert [code for code, _ in full] == [0, 0], full[0][1][-3000:]
+    if stop == "kill":
+        (code0, err0), (code1, _) = finish(launch_ranks([*common, "--set", "run.name=cut"], RUBRICGYM_TEST_KILL="1:2"))
+        assert (code0, code1) == (3, -signal.SIGKILL), err0[-3000:]
+        assert "another rank died or did not answer" in err0 and "--resume" in err0
+    else:
+        stopped = finish(launch_ranks([*common, "--set", "run.name=cut", "--stop-after", "1"]))
+        assert [code for code, _ in stopped] == [0, 0], stopped[0][1][-3000:]
+    from safetensors.torch import load_file
+
+    saved = load_file(str(tmp_path / "cut" / "checkpoint-000001" / TENSORS_FILE))
+    moments = [k for k in saved if k.startswith("optimizer/") and k.endswith(("/exp_avg", "/exp_avg_sq"))]
+    assert moments and all(saved[k].abs().sum() > 0 for k in moments), "the engine's AdamW moments were not gathered"
+    resumed = finish(launch_ranks(["--resume", str(tmp_path / "cut"), "--quiet"]))
+    assert [code for code, _ in resumed] == [0, 0], resumed[0][1][-3000:]
+    timeless = [[{k: v for k, v in stable(m).items() if k != "time_s"} for m in metrics(tmp_path / name)]
+                for name in ("cut", "full")]
+    assert timeless[0] == timeless[1]
+    a, b = adapter(tmp_path / "cut", 2), adapter(tmp_path / "full", 2)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("setting", ["run.fsdp=true", "run.deepspeed_zero=3"])
+def test_sharding_refuses_what_it_cannot_keep_in_step(tmp_path, setting):
     """A generation server would need the sharded adapter exported; refused before the model loads."""
-    out = finish(launch_ranks([*cli_args(SETTINGS), "--set", "run.fsdp=true", "--set", "generation.backend=openai",
+    out = finish(launch_ranks([*cli_args(SETTINGS), "--set", setting, "--set", "generation.backend=openai",
                                "--output-dir", str(tmp_path)]))
     assert [code for code, _ in out] == [2, 2]
-    assert all("run.fsdp with generation.backend='openai'" in err for _, err in out)
+    assert all(f"{setting.split('=')[0]} with generation.backend='openai'" in err for _, err in out)
 
 
 def test_rank_metrics_merge_as_count_weighted_means():
@@ -280,17 +340,45 @@ def test_one_process_ranks_are_the_identity():
     assert Ranks(rank=1, world_size=2).share(5) == [1, 3]
 
 
-@pytest.mark.parametrize("variable, plugin", [("ACCELERATE_USE_DEEPSPEED", "DeepSpeed"),
-                                              ("ACCELERATE_USE_MEGATRON_LM", "Megatron-LM")])
-def test_a_sharding_accelerate_config_is_refused_before_anything_loads(tmp_path, variable, plugin):
-    """accelerate marks DeepSpeed / Megatron-LM launches with these variables; the trainer does not
-    drive those engines, so it stops with a clear error rather than silently sharding nothing."""
+def test_a_megatron_accelerate_config_is_refused_before_anything_loads(tmp_path):
+    """accelerate marks Megatron-LM launches with this variable; the trainer does not drive that
+    engine, so it stops with a clear error rather than silently sharding nothing."""
     out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", *cli_args(SETTINGS), "--output-dir",
-                          str(tmp_path)], env=child_env(**{variable: "true"}), cwd=ROOT, capture_output=True,
-                         text=True, timeout=HANG_GUARD_S)
+                          str(tmp_path)], env=child_env(ACCELERATE_USE_MEGATRON_LM="true"), cwd=ROOT,
+                         capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert out.returncode == 2, out.stderr[-3000:]
-    assert f"cannot start: the accelerate config asks for {plugin}" in out.stderr
+    assert "cannot start: the accelerate config asks for Megatron-LM" in out.stderr
     assert "configs/accelerate/ddp.yaml" in out.stderr and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"ACCELERATE_DEEPSPEED_CONFIG_FILE": "ds.json"}, "asks for a DeepSpeed config file"),
+    ({"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE": "cpu"}, "asks for offloading the optimizer state"),
+    ({"ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE": "nvme"}, "asks for offloading the parameters"),
+    ({"ACCELERATE_DEEPSPEED_ZERO_STAGE": "0"}, "asks for ZeRO stage '0'"),
+])
+def test_deepspeed_settings_the_trainer_does_not_apply_are_refused(tmp_path, extra, message):
+    out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", *cli_args(SETTINGS), "--output-dir",
+                          str(tmp_path)], env=child_env(ACCELERATE_USE_DEEPSPEED="true", **extra), cwd=ROOT,
+                         capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert message in out.stderr and not list(tmp_path.iterdir())
+
+
+def test_the_launch_environment_names_the_sharding():
+    assert launch_sharding({}) == LaunchSharding()
+    assert launch_sharding({"ACCELERATE_USE_FSDP": "true"}) == LaunchSharding(fsdp=True)
+    assert launch_sharding({"ACCELERATE_USE_DEEPSPEED": "true"}) == LaunchSharding(zero_stage=2)  # accelerate's default
+    assert launch_sharding({"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3",
+                            "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE": "none"}) == LaunchSharding(zero_stage=3)
+    with pytest.raises(ValueError, match="choose one"):
+        RunSettings(fsdp=True, deepspeed_zero=2)
+
+
+def test_deepspeed_missing_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "deepspeed", None)  # what an environment without it imports
+    with pytest.raises(ImportError, match=r"pip install 'rubricgym\[deepspeed\]'"):
+        require_deepspeed(device_is_cpu=True)
 
 
 @pytest.mark.slow
@@ -305,6 +393,21 @@ def test_accelerate_launch_with_the_shipped_fsdp_config_shards_the_model(tmp_pat
     logged = metrics(tmp_path / "acc-fsdp")
     assert [(m["processes"], m["fsdp"]) for m in logged] == [(2, 1)] and logged[0]["trained_samples"] > 0
     assert "2 processes, FSDP" in out.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", [2, 3])
+def test_accelerate_launch_with_a_shipped_deepspeed_config_trains_through_zero(tmp_path, stage):
+    settings = [*SETTINGS, "run.iterations=1"]
+    cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", "--config_file",
+           str(ROOT / "configs" / "accelerate" / f"deepspeed_zero{stage}.yaml"), "--num_processes", "2",
+           "--main_process_port", str(free_port()), "-m", "rubricgym.cli", "train", *cli_args(settings), "--set",
+           "run.name=acc-zero", "--output-dir", str(tmp_path)]
+    out = subprocess.run(cmd, env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert out.returncode == 0, out.stderr[-3000:]
+    logged = metrics(tmp_path / "acc-zero")
+    assert [(m["processes"], m["deepspeed_zero"]) for m in logged] == [(2, stage)] and logged[0]["trained_samples"] > 0
+    assert f"2 processes, DeepSpeed ZeRO-{stage}" in out.stdout
 
 
 @pytest.mark.slow

@@ -1,0 +1,176 @@
+"""DeepSpeed ZeRO for several training processes (``run.deepspeed_zero``, or an accelerate
+DeepSpeed config): the LoRA optimizer state (stage 1), its gradients (2) and the model's
+weights (3) are partitioned over the ranks by DeepSpeed's engine.
+
+The engine is built at the first RL update, around the model and the trainer's own AdamW
+(``deepspeed.initialize`` with a client optimizer): the warm start, which has an optimizer of
+its own, trains the model before DeepSpeed owns it, the same on every rank. From then on every
+training pass goes through the engine (``engine.backward``; the step's last pass is its
+accumulation boundary, ``engine.step`` reduces, clips and steps), and, as under FSDP, every
+rank makes the same number of passes and generate calls (``Ranks.sharded``): ZeRO-2 reduces
+gradients inside each backward, ZeRO-3 gathers weights inside each forward.
+
+The update weights each rank's loss as its share of the global loss and DeepSpeed averages
+gradients over the ranks, so each share is scaled by the number of ranks (the same rule as
+FSDP, trainers/sharding.py).
+
+Checkpoints stay in the one pickle-free format and DeepSpeed's own checkpoint files are never
+written or read: every rank joins the gathering of the whole LoRA tensors and AdamW moments
+(DeepSpeed's ``safe_get_full_*``), rank 0 writes them as a torch AdamW state dict. On resume
+the checkpoint is loaded into the plain model and optimizer before the engine exists; building
+the engine then moves that optimizer state into its partitions (``safe_set_full_optimizer_state``).
+
+DeepSpeed's mixed precision, offloading and config files are not used: the engine's config is
+built here from the run config (stage, gradient clipping).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from rubricgym.trainers.distributed import Ranks
+
+
+def deepspeed_config(stage: int, world_size: int, max_grad_norm: float) -> dict[str, Any]:
+    """The engine's config: one micro-batch per step as DeepSpeed counts them (the trainer
+    marks the accumulation boundary itself), the run's clipping, the client optimizer."""
+    return {
+        "train_micro_batch_size_per_gpu": 1,
+        "gradient_accumulation_steps": 1,
+        "train_batch_size": world_size,
+        "gradient_clipping": float(max_grad_norm),
+        "zero_optimization": {"stage": int(stage)},
+        "zero_allow_untested_optimizer": True,  # torch's AdamW, the trainer's own
+        "steps_per_print": 2**31 - 1,
+        "wall_clock_breakdown": False,
+    }
+
+
+class _RandomStreams:
+    """Building the engine must not move the run's random streams (resume exactness)."""
+
+    def __init__(self, device: torch.device):
+        self.devices = [device.index or 0] if device.type == "cuda" else []
+
+    def __enter__(self) -> None:
+        self.state = (random.getstate(), np.random.get_state(), torch.get_rng_state(),
+                      [torch.cuda.get_rng_state(d) for d in self.devices])
+
+    def __exit__(self, *exc: object) -> None:
+        py, nq, cpu, cuda = self.state
+        random.setstate(py)
+        np.random.set_state(nq)
+        torch.set_rng_state(cpu)
+        for d, st in zip(self.devices, cuda):
+            torch.cuda.set_rng_state(st, d)
+
+
+class ZeroOptimizerStep:
+    """The trainer's optimizer step through DeepSpeed's ZeRO engine (an ``OptimizerStep``,
+    trainers/optimizer_step.py)."""
+
+    def __init__(self, model: Any, optimizer: torch.optim.Optimizer, ranks: Ranks, stage: int,
+                 max_grad_norm: float):
+        import deepspeed
+
+        logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
+        # DeepSpeed calls torch.distributed's older collective names; torch warns on every call
+        warnings.filterwarnings("ignore", category=FutureWarning, message=r"`torch\.distributed\.\w+` is deprecated")
+        self.model, self.optimizer, self.ranks, self.stage = model, optimizer, ranks, stage
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.group_sizes = [len(g["params"]) for g in optimizer.param_groups]
+        # a resumed optimizer's per-parameter state: moved into the engine's partitions below
+        saved = {i: optimizer.state.pop(p) for i, p in enumerate(self.params) if p in optimizer.state}
+        config = deepspeed_config(stage, ranks.world_size, max_grad_norm)
+        with _RandomStreams(next(model.parameters()).device):
+            self.engine, self.zero, _, _ = ranks.collective(
+                "starting DeepSpeed", lambda: deepspeed.initialize(model=model, optimizer=optimizer, config=config))
+        if saved:
+            self._adopt(saved)
+
+    @property
+    def module(self) -> Any:
+        return self.engine
+
+    def backward(self, loss: torch.Tensor, last: bool) -> None:
+        self.engine.set_gradient_accumulation_boundary(last)
+        self.ranks.collective("a DeepSpeed backward", lambda: self.engine.backward(loss * self.ranks.world_size))
+
+    def step(self) -> float:
+        self.ranks.collective("a DeepSpeed step", self.engine.step)
+        return float(self.engine.get_global_grad_norm())
+
+    # ---- whole tensors for the checkpoint (collectives: every rank calls them) ----------
+    def _flat_partitions(self) -> list[torch.Tensor]:
+        """This rank's fp32 partitions, the tensors torch's AdamW steps (ZeRO-3 keeps them out
+        of the optimizer's groups between steps)."""
+        flats = getattr(self.zero, "fp32_partitioned_groups_flat", None)  # stage 3
+        return list(flats if flats is not None else self.zero.single_partition_of_fp32_groups)  # stages 1, 2
+
+    def full_adapter_state(self) -> dict[str, torch.Tensor]:
+        """Every trainable (LoRA) parameter, whole, by its ``named_parameters`` name."""
+        from deepspeed.utils import safe_get_full_fp32_param
+
+        return {name: safe_get_full_fp32_param(p).to(p.dtype).cpu().contiguous()
+                for name, p in self.model.named_parameters() if p.requires_grad}
+
+    def full_optimizer_state(self) -> dict[str, Any]:
+        """The AdamW state as torch's ``optimizer.state_dict()`` of the unwrapped optimizer
+        would hold it: per parameter, whole tensors; the groups' settings."""
+        from deepspeed.utils import safe_get_full_optimizer_state
+
+        flats = self._flat_partitions()
+        template = self.optimizer.state.get(flats[0]) if flats else None
+        state: dict[int, dict[str, Any]] = {}
+        if template:  # after the engine's first step
+            for i, p in enumerate(self.params):
+                entry: dict[str, Any] = {}
+                for key, value in template.items():
+                    if torch.is_tensor(value) and value.dim() > 0:
+                        entry[key] = safe_get_full_optimizer_state(p, key).to(torch.float32).cpu().contiguous()
+                    else:
+                        entry[key] = value.clone() if torch.is_tensor(value) else value
+                state[i] = entry
+        groups, start = [], 0
+        for size, group in zip(self.group_sizes, self.optimizer.param_groups, strict=True):
+            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": list(range(start, start + size))})
+            start += size
+        return {"state": state, "param_groups": groups}
+
+    def _adopt(self, saved: dict[int, dict[str, Any]]) -> None:
+        """Move whole per-parameter AdamW state into the engine's partitions: create the state
+        torch's AdamW would have for each partition (its first step creates it lazily), link
+        DeepSpeed's views to it, then write each parameter's slice."""
+        from deepspeed.utils import safe_set_full_optimizer_state
+
+        template = next(iter(saved.values()))
+        for flat in self._flat_partitions():
+            self.optimizer.state[flat] = {
+                k: (torch.zeros_like(flat) if v.dim() > 0 else v.clone()) if torch.is_tensor(v) else v
+                for k, v in template.items()}
+        link = getattr(self.zero, "_lazy_init_hp_params_optimizer_state", None)  # stages 1, 2
+        if link is not None:
+            link()
+        for i, p in enumerate(self.params):
+            for key, value in saved.get(i, {}).items():
+                if torch.is_tensor(value) and value.dim() > 0:
+                    safe_set_full_optimizer_state(p, value.to(torch.float32), key)
+
+
+def require_deepspeed(device_is_cpu: bool) -> None:
+    """A clear error, before the model loads, when DeepSpeed is not installed. On CPU its
+    accelerator is named (DeepSpeed would otherwise warn that it found no GPU)."""
+    if device_is_cpu:
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    try:
+        import deepspeed  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("DeepSpeed ZeRO (run.deepspeed_zero or an accelerate DeepSpeed config) needs DeepSpeed: "
+                          "pip install 'rubricgym[deepspeed]' (docs/scale.md)") from exc
