@@ -195,7 +195,7 @@ class RunSettings(_Section):
         "launches a DeepSpeed config (its zero_stage). Needs the deepspeed extra (docs/scale.md)")
 
     @model_validator(mode="after")
-    def _one_sharding(self) -> "RunSettings":
+    def _one_sharding(self) -> RunSettings:
         if self.fsdp and self.deepspeed_zero is not None:
             raise ValueError("run.fsdp and run.deepspeed_zero both shard the model; choose one")
         return self

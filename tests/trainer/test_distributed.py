@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from rubricgym.trainers.checkpoint import TENSORS_FILE, list_checkpoints, read_state
 from rubricgym.trainers.config import RunSettings, load_config
@@ -81,8 +82,6 @@ def finish(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
 
 
 def adapter(run_dir: Path, iteration: int) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
     return load_file(str(run_dir / f"checkpoint-{iteration:06d}" / "adapter" / "adapter_model.safetensors"))
 
 
@@ -121,8 +120,6 @@ def test_two_processes_update_like_one_process_on_the_same_global_batch(tmp_path
     shares = [load_samples(record / f"samples-rank{r}-iter1.json") for r in (0, 1)]
     tokens = [sum(sum(s.loss_mask) for s in share) for share in shares]
     assert all(tokens) and tokens[0] != tokens[1], tokens  # the global denominator really differs from each local one
-    from safetensors.torch import load_file
-
     rank_weights = [load_file(str(record / f"weights-rank{r}-iter1.safetensors")) for r in (0, 1)]
     assert all(torch.equal(rank_weights[0][k], rank_weights[1][k]) for k in rank_weights[0])  # ranks agree exactly
     saved = adapter(tmp_path / "two", 1)
@@ -212,6 +209,23 @@ def approx_metrics(a: list[dict], b: list[dict]) -> None:
             assert y[key] == (pytest.approx(value, rel=1e-5, abs=1e-7) if isinstance(value, float) else value), key
 
 
+def assert_adapters_close(a_dir: Path, b_dir: Path, iteration: int = 2) -> None:
+    a, b = adapter(a_dir, iteration), adapter(b_dir, iteration)
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6)
+
+
+def resume_and_compare(cut: Path, full: Path) -> None:
+    """Resume the stopped run ``cut``: it must end with exactly ``full``'s metrics and adapter."""
+    resumed = finish(launch_ranks(["--resume", str(cut), "--quiet"]))
+    assert [code for code, _ in resumed] == [0, 0], resumed[0][1][-3000:]
+    timeless = [[{k: v for k, v in stable(m).items() if k != "time_s"} for m in metrics(run)] for run in (cut, full)]
+    assert timeless[0] == timeless[1]
+    a, b = adapter(cut, 2), adapter(full, 2)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
 @pytest.mark.slow
 def test_fsdp_trains_like_replicated_processes(tmp_path):
     """run.fsdp shards the base model and the adapter over 2 ranks: warm start, evaluations and
@@ -231,10 +245,7 @@ def test_fsdp_trains_like_replicated_processes(tmp_path):
     assert set(evaluations[0]) == {"before", "after_warmup", "after"}
     assert [[t["success"] for t in e["after"]["tasks"]] for e in evaluations] == [
         [t["success"] for t in evaluations[1]["after"]["tasks"]]] * 2
-    a, b = adapter(tmp_path / "fsdp-true", 2), adapter(tmp_path / "fsdp-false", 2)
-    assert a.keys() == b.keys()
-    for key in a:
-        torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6)
+    assert_adapters_close(tmp_path / "fsdp-true", tmp_path / "fsdp-false")
     # the ranks really did different amounts of work: 2 groups against 1
     shares = [load_samples(record / f"samples-rank{r}-iter1.json") for r in (0, 1)]
     assert len(shares[0]) == 2 * len(shares[1]) > 0
@@ -248,13 +259,7 @@ def test_an_fsdp_run_resumes_exactly(tmp_path):
     stopped = finish(launch_ranks([*cli_args(FSDP_SETTINGS), "--set", "run.fsdp=true", "--set", "run.name=cut",
                                    "--output-dir", str(tmp_path), "--stop-after", "1"]))
     assert [code for code, _ in stopped] == [0, 0], stopped[0][1][-3000:]
-    resumed = finish(launch_ranks(["--resume", str(tmp_path / "cut"), "--quiet"]))
-    assert [code for code, _ in resumed] == [0, 0], resumed[0][1][-3000:]
-    timeless = [[{k: v for k, v in stable(m).items() if k != "time_s"} for m in metrics(tmp_path / name)]
-                for name in ("cut", "full")]
-    assert timeless[0] == timeless[1]
-    a, b = adapter(tmp_path / "cut", 2), adapter(tmp_path / "full", 2)
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    resume_and_compare(tmp_path / "cut", tmp_path / "full")
 
 
 @pytest.mark.slow
@@ -276,10 +281,7 @@ def test_deepspeed_zero_trains_like_replicated_processes(tmp_path):
         zero = metrics(tmp_path / f"zero-{stage}")
         assert [m["deepspeed_zero"] for m in zero if "processes" in m] == [stage, stage]
         approx_metrics(zero, replicated)
-        a, b = adapter(tmp_path / f"zero-{stage}", 2), adapter(tmp_path / "zero-None", 2)
-        assert a.keys() == b.keys()
-        for key in a:
-            torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6)
+        assert_adapters_close(tmp_path / f"zero-{stage}", tmp_path / "zero-None")
     shares = [load_samples(record / f"samples-rank{r}-iter1.json") for r in (0, 1)]
     assert len(shares[0]) == 2 * len(shares[1]) > 0
 
@@ -301,18 +303,10 @@ def test_a_deepspeed_run_resumes_exactly(tmp_path, stage, stop):
     else:
         stopped = finish(launch_ranks([*common, "--set", "run.name=cut", "--stop-after", "1"]))
         assert [code for code, _ in stopped] == [0, 0], stopped[0][1][-3000:]
-    from safetensors.torch import load_file
-
     saved = load_file(str(tmp_path / "cut" / "checkpoint-000001" / TENSORS_FILE))
     moments = [k for k in saved if k.startswith("optimizer/") and k.endswith(("/exp_avg", "/exp_avg_sq"))]
     assert moments and all(saved[k].abs().sum() > 0 for k in moments), "the engine's AdamW moments were not gathered"
-    resumed = finish(launch_ranks(["--resume", str(tmp_path / "cut"), "--quiet"]))
-    assert [code for code, _ in resumed] == [0, 0], resumed[0][1][-3000:]
-    timeless = [[{k: v for k, v in stable(m).items() if k != "time_s"} for m in metrics(tmp_path / name)]
-                for name in ("cut", "full")]
-    assert timeless[0] == timeless[1]
-    a, b = adapter(tmp_path / "cut", 2), adapter(tmp_path / "full", 2)
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    resume_and_compare(tmp_path / "cut", tmp_path / "full")
 
 
 @pytest.mark.parametrize("setting", ["run.fsdp=true", "run.deepspeed_zero=3"])
@@ -445,8 +439,6 @@ def test_a_silent_rank_ends_the_run_at_the_collective_time_out(tmp_path):
 def test_two_processes_update_like_one_with_nonzero_advantages_for_every_aggregation(tmp_path):
     """Fixed step samples with nonzero advantages, different lengths, masks and rollout
     lengths (tests/trainer/distributed_update.py): 2 ranks (6 and 5 samples) against 1."""
-    from safetensors.torch import load_file
-
     script = str(Path(__file__).with_name("distributed_update.py"))
     two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr",
                           "127.0.0.1", "--master_port", str(free_port()), script, str(tmp_path)], env=child_env(),
