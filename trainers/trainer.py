@@ -90,6 +90,25 @@ def group_metrics(groups: Sequence[Sequence[Rollout]], prefix: str = "") -> dict
     return out
 
 
+def sharding_choice(config: TrainConfig, distributed: bool) -> tuple[bool, int | None]:
+    """(FSDP, DeepSpeed ZeRO stage) from the run config and the launcher's environment; with
+    several processes, refuses what a partitioned model cannot keep in step across the ranks."""
+    launch = launch_sharding(os.environ)
+    fsdp = config.run.fsdp or launch.fsdp
+    zero_stage = config.run.deepspeed_zero or launch.zero_stage
+    if fsdp and zero_stage:
+        raise ValueError("FSDP and DeepSpeed ZeRO both asked for (run config or accelerate config); choose one")
+    engine = "run.fsdp" if fsdp else "run.deepspeed_zero" if zero_stage else None
+    if engine and distributed:
+        if config.generation.backend != "hf":
+            raise NotImplementedError(f"{engine} with generation.backend={config.generation.backend!r}: a "
+                                      "sharded adapter is not exported to a generation server; use 'hf'")
+        if config.judge.self_judge:
+            raise NotImplementedError(f"{engine} with judge.self_judge: the self-judge's calls are not kept in "
+                                      "step across ranks; use an external judge")
+    return fsdp, zero_stage
+
+
 class Trainer:
     """Builds everything from a ``TrainConfig``; ``model``/``tokenizer``/``env_fn``/``judge``
     may be injected (tests, custom envs)."""
@@ -100,19 +119,7 @@ class Trainer:
         self.config = config
         # several processes (torchrun / accelerate launch): gloo on CPU, nccl on CUDA; one rank alone otherwise
         self.ranks: Ranks = init_ranks(config.run.collective_timeout_s, cuda=not self._device_is_cpu(config))
-        launch = launch_sharding(os.environ)
-        fsdp = config.run.fsdp or launch.fsdp
-        zero_stage = config.run.deepspeed_zero or launch.zero_stage
-        if fsdp and zero_stage:
-            raise ValueError("FSDP and DeepSpeed ZeRO both asked for (run config or accelerate config); choose one")
-        engine = "run.fsdp" if fsdp else "run.deepspeed_zero" if zero_stage else None
-        if engine and self.ranks.distributed:
-            if config.generation.backend != "hf":
-                raise NotImplementedError(f"{engine} with generation.backend={config.generation.backend!r}: a "
-                                          "sharded adapter is not exported to a generation server; use 'hf'")
-            if config.judge.self_judge:
-                raise NotImplementedError(f"{engine} with judge.self_judge: the self-judge's calls are not kept in "
-                                          "step across ranks; use an external judge")
+        fsdp, zero_stage = sharding_choice(config, self.ranks.distributed)
         if zero_stage and self.ranks.distributed:
             require_deepspeed(self._device_is_cpu(config))
         if self.ranks.world_size > config.algorithm.tasks_per_iteration:
@@ -130,8 +137,9 @@ class Trainer:
         self.fsdp = bool(fsdp and self.ranks.distributed)
         if self.fsdp:  # before the optimizer: it must hold the sharded parameters
             shard_model(self.model, self.ranks, self.device)
-        elif engine and not self.ranks.distributed:
-            log.warning("%s with one process: nothing to shard; the model stays whole", engine)
+        elif (fsdp or zero_stage) and not self.ranks.distributed:
+            log.warning("%s with one process: nothing to shard; the model stays whole",
+                        "run.fsdp" if fsdp else "run.deepspeed_zero")
         # DeepSpeed's engine takes the model and optimizer over at the first RL update (trainers/zero.py)
         self.zero_stage = zero_stage if self.ranks.distributed else None
         self._zero: ZeroOptimizerStep | None = None

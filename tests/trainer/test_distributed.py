@@ -21,7 +21,7 @@ from rubricgym.trainers.checkpoint import TENSORS_FILE, list_checkpoints, read_s
 from rubricgym.trainers.config import RunSettings, load_config
 from rubricgym.trainers.distributed import LaunchSharding, Ranks, launch_sharding, merge_rank_metrics
 from rubricgym.trainers.rollout import StepSample
-from rubricgym.trainers.trainer import Trainer
+from rubricgym.trainers.trainer import Trainer, sharding_choice
 from rubricgym.trainers.zero import require_deepspeed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -367,6 +367,20 @@ def test_the_launch_environment_names_the_sharding():
                             "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE": "none"}) == LaunchSharding(zero_stage=3)
     with pytest.raises(ValueError, match="choose one"):
         RunSettings(fsdp=True, deepspeed_zero=2)
+
+
+def test_the_run_config_and_the_launcher_together_choose_one_sharding(monkeypatch):
+    config = load_config(None, ["run.deepspeed_zero=3"])
+    assert sharding_choice(config, distributed=True) == (False, 3)
+    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
+    assert sharding_choice(load_config(None, []), distributed=True) == (False, 2)
+    monkeypatch.delenv("ACCELERATE_USE_DEEPSPEED")
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    with pytest.raises(ValueError, match="choose one"):
+        sharding_choice(config, distributed=True)
+    with pytest.raises(NotImplementedError, match="judge.self_judge"):
+        sharding_choice(load_config(None, ["judge.self_judge=true"]), distributed=True)
+    assert sharding_choice(load_config(None, ["judge.self_judge=true"]), distributed=False) == (True, None)
 
 
 def test_deepspeed_missing_is_a_clear_error(monkeypatch):
