@@ -95,6 +95,8 @@ def format_summary(summary: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("RUBRICGYM_LOG", "WARNING"))
+    from torch.distributed import DistError
+
     from rubricgym.trainers.checkpoint import CheckpointError
     from rubricgym.trainers.config import dump_config, load_config
     from rubricgym.trainers.distributed import RankFailure
@@ -156,6 +158,13 @@ def run(args: argparse.Namespace) -> int:
     except RankFailure as exc:
         print(f"rubricgym train: stopped: {exc}; resume with: rubricgym train --resume {trainer.run_dir}",
               file=sys.stderr, flush=True)
+        return 3
+    except DistError as exc:  # a collective inside the model (FSDP / ZeRO-3 hooks) lost a rank
+        trainer.ranks.failed = True  # a group with a dead peer is left to the process exit
+        print(f"rubricgym train: stopped: rank {trainer.ranks.rank} of {trainer.ranks.world_size}: a collective "
+              f"inside the model failed - another rank died or did not answer within run.collective_timeout_s="
+              f"{trainer.ranks.timeout_s:g} s ({str(exc).splitlines()[0][:300]}); resume with: rubricgym train "
+              f"--resume {trainer.run_dir}", file=sys.stderr, flush=True)
         return 3
     finally:
         trainer.close()

@@ -630,8 +630,8 @@ class Trainer:
         """The whole LoRA tensors when the model is partitioned (a collective: every rank calls
         it); None when every rank holds them whole."""
         if self._zero is not None:
-            return self._zero.full_adapter_state()
-        return full_adapter_state(self.model) if self.fsdp else None
+            return self.ranks.collective("gathering the adapter", self._zero.full_adapter_state)
+        return self.ranks.collective("gathering the adapter", lambda: full_adapter_state(self.model)) if self.fsdp else None
 
     def save(self) -> Path | None:
         """Checkpoint the run. Several processes: every rank's RNG state goes to rank 0, which
@@ -640,9 +640,10 @@ class Trainer:
         # a partitioned model or optimizer: every rank joins the gathering of the whole tensors; rank 0 writes them
         adapter, optimizer_state = self.full_adapter_state(), None
         if self._zero is not None:
-            optimizer_state = self._zero.full_optimizer_state()
+            optimizer_state = self.ranks.collective("gathering the optimizer state", self._zero.full_optimizer_state)
         elif self.fsdp:
-            optimizer_state = full_optimizer_state(self.optimizer)
+            optimizer_state = self.ranks.collective("gathering the optimizer state",
+                                                    lambda: full_optimizer_state(self.optimizer))
         if not self.ranks.is_main:
             return None
         extra = {"data_position": self.data_position, "warmup_done": self.warmup_done, "config": self.config.model_dump(mode="json")}

@@ -53,3 +53,22 @@ def test_cli_resume_of_missing_run_exits_2(tmp_path, capsys):
     assert main(["train", "--resume", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err
     assert "no such run folder" in err and str(tmp_path / "nothing") in err
+
+
+def test_a_collective_failing_inside_the_model_stops_with_the_resume_hint(tmp_path, capsys, monkeypatch):
+    """FSDP and ZeRO-3 gather weights in hooks the trainer does not wrap: their failure (a dead
+    rank) is a stop with exit code 3 and the resume command, not a traceback."""
+    from torch.distributed import DistError
+
+    from rubricgym.trainers.trainer import Trainer
+
+    def lost_rank(self, **kwargs):
+        raise DistError("Connection reset by peer")
+
+    monkeypatch.setattr(Trainer, "train", lost_rank)
+    code = main(["train", "--set", "model.name=tiny", "--set", "env.factory=trainer.word_env:make_word_env",
+                 "--set", "run.tensorboard=false", "--set", "run.progress=false", "--output-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert "a collective inside the model failed" in err and "Connection reset by peer" in err
+    assert "rubricgym train --resume" in err
