@@ -157,6 +157,14 @@ class Ranks:
             import torch.distributed as dist
 
             if dist.is_initialized():
+                # every rank done with every collective before any rank tears its sockets down
+                # (a peer exiting while another still reads from it can abort that process)
+                try:
+                    dist.barrier()
+                except (RuntimeError, dist.DistError) as exc:
+                    log.warning("rank %d: the closing barrier failed (%s); the run's files are complete",
+                                self.rank, str(exc).splitlines()[0][:200])
+                    return
                 dist.destroy_process_group()
         self.owns_group = False
 

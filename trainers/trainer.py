@@ -685,6 +685,9 @@ class Trainer:
             self.held_out.close()
         if self._tb is not None:
             self._tb.close()
+        if self._zero is not None:
+            self._zero.close()
+            self._zero = None
         self.ranks.close()
 
     @classmethod

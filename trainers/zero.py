@@ -99,6 +99,11 @@ class ZeroOptimizerStep:
     def module(self) -> Any:
         return self.engine
 
+    def close(self) -> None:
+        """Release the engine's state while the process group still exists (not in a
+        destructor at interpreter exit)."""
+        self.engine.destroy()
+
     def backward(self, loss: torch.Tensor, last: bool) -> None:
         self.engine.set_gradient_accumulation_boundary(last)
         self.ranks.collective("a DeepSpeed backward", lambda: self.engine.backward(loss * self.ranks.world_size))
