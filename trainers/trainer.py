@@ -633,17 +633,21 @@ class Trainer:
             return self.ranks.collective("gathering the adapter", self._zero.full_adapter_state)
         return self.ranks.collective("gathering the adapter", lambda: full_adapter_state(self.model)) if self.fsdp else None
 
+    def full_optimizer_state(self) -> dict[str, Any] | None:
+        """The optimizer state with whole tensors when it is partitioned (a collective); None
+        when every rank holds it whole."""
+        if self._zero is not None:
+            return self.ranks.collective("gathering the optimizer state", self._zero.full_optimizer_state)
+        if self.fsdp:
+            return self.ranks.collective("gathering the optimizer state", lambda: full_optimizer_state(self.optimizer))
+        return None
+
     def save(self) -> Path | None:
         """Checkpoint the run. Several processes: every rank's RNG state goes to rank 0, which
         writes the one checkpoint (adapter and optimizer state are the same on every rank)."""
         snapshots = self.ranks.gather_json(rng_snapshot()) if self.ranks.distributed else []
         # a partitioned model or optimizer: every rank joins the gathering of the whole tensors; rank 0 writes them
-        adapter, optimizer_state = self.full_adapter_state(), None
-        if self._zero is not None:
-            optimizer_state = self.ranks.collective("gathering the optimizer state", self._zero.full_optimizer_state)
-        elif self.fsdp:
-            optimizer_state = self.ranks.collective("gathering the optimizer state",
-                                                    lambda: full_optimizer_state(self.optimizer))
+        adapter, optimizer_state = self.full_adapter_state(), self.full_optimizer_state()
         if not self.ranks.is_main:
             return None
         extra = {"data_position": self.data_position, "warmup_done": self.warmup_done, "config": self.config.model_dump(mode="json")}

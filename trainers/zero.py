@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import warnings
 from typing import Any
 
-import numpy as np
 import torch
 
+from rubricgym.process_state import preserved_process_state
 from rubricgym.trainers.distributed import Ranks
 
 
@@ -53,25 +52,6 @@ def deepspeed_config(stage: int, world_size: int, max_grad_norm: float) -> dict[
     }
 
 
-class _RandomStreams:
-    """Building the engine must not move the run's random streams (resume exactness)."""
-
-    def __init__(self, device: torch.device):
-        self.devices = [device.index or 0] if device.type == "cuda" else []
-
-    def __enter__(self) -> None:
-        self.state = (random.getstate(), np.random.get_state(), torch.get_rng_state(),
-                      [torch.cuda.get_rng_state(d) for d in self.devices])
-
-    def __exit__(self, *exc: object) -> None:
-        py, nq, cpu, cuda = self.state
-        random.setstate(py)
-        np.random.set_state(nq)
-        torch.set_rng_state(cpu)
-        for d, st in zip(self.devices, cuda):
-            torch.cuda.set_rng_state(st, d)
-
-
 class ZeroOptimizerStep:
     """The trainer's optimizer step through DeepSpeed's ZeRO engine (an ``OptimizerStep``,
     trainers/optimizer_step.py)."""
@@ -83,13 +63,15 @@ class ZeroOptimizerStep:
         logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
         # DeepSpeed calls torch.distributed's older collective names; torch warns on every call
         warnings.filterwarnings("ignore", category=FutureWarning, message=r"`torch\.distributed\.\w+` is deprecated")
-        self.model, self.optimizer, self.ranks, self.stage = model, optimizer, ranks, stage
+        self.model, self.optimizer, self.ranks = model, optimizer, ranks
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.group_sizes = [len(g["params"]) for g in optimizer.param_groups]
         # a resumed optimizer's per-parameter state: moved into the engine's partitions below
         saved = {i: optimizer.state.pop(p) for i, p in enumerate(self.params) if p in optimizer.state}
         config = deepspeed_config(stage, ranks.world_size, max_grad_norm)
-        with _RandomStreams(next(model.parameters()).device):
+        device = next(model.parameters()).device
+        # building the engine must not move the run's random streams (resume exactness)
+        with preserved_process_state(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             self.engine, self.zero, _, _ = ranks.collective(
                 "starting DeepSpeed", lambda: deepspeed.initialize(model=model, optimizer=optimizer, config=config))
         if saved:
