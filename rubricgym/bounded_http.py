@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 
+__all__ = ["DEFAULT_MAX_REPLY_BYTES", "BoundedReplyTransport", "ReplyTooLarge", "bounded_http_client"]
+
 DEFAULT_MAX_REPLY_BYTES = 4 << 20
 
 

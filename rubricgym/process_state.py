@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+__all__ = ["ProcessState", "preserved_process_state", "preserves_process_state"]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: environment variables a dependency needs set before its import and that may stay set

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
+__all__ = ["InlineSecretError", "KEY_PREFIXES", "MAX_KEY_FILE_BYTES", "REFERENCE_SUFFIXES", "SECRET_NAMES", "how_to_pass", "read_secret", "refuse_inline_secrets"]
+
 #: setting names that would hold a secret itself (compared lower-case, '-' as '_')
 SECRET_NAMES = frozenset({
     "api_key", "apikey", "key", "secret", "secret_key", "token", "access_token", "api_token", "auth_token",

@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rubricgym.judges.config import JudgeSettings, ResponseFormat
 
+__all__ = ["ChatBackend", "ChatReply", "ChatRequest", "JudgeTransportError", "OpenAIChatBackend", "TransformersChatBackend", "classify_transport_error", "retryable_transport_error"]
+
 log = logging.getLogger(__name__)
 
 

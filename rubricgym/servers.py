@@ -1,0 +1,149 @@
+"""Subprocess servers on loopback: one lifecycle for every server rubricgym starts.
+
+A server (AppWorld's environment server, the llama.cpp server) runs as a child process on
+a free 127.0.0.1 port. The kernel signals it when its parent dies (Linux
+``PR_SET_PDEATHSIG``), so a killed script never leaves one holding the CPU; ``stop`` sends
+SIGTERM, waits on the PID, then SIGKILLs and reaps. Its output goes to a log file whose
+tail explains a failed start.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+__all__ = ["HOST", "ServerProcess", "free_port"]
+
+HOST = "127.0.0.1"
+_PR_SET_PDEATHSIG = 1
+
+
+def free_port(host: str = HOST) -> int:
+    """A port that was free a moment ago (the caller retries if it is taken before bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _child_setup(death_signal: int, memory_cap_bytes: int | None) -> Callable[[], None]:
+    def setup() -> None:  # runs in the child between fork and exec: only prctl and setrlimit
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, death_signal)
+        except OSError:
+            pass
+        if memory_cap_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_cap_bytes, memory_cap_bytes))
+
+    return setup
+
+
+class ServerProcess:
+    """One server child process: ``start``, ``wait_ready``, ``stop``/``kill``, ``log_tail``.
+
+    ``log_path`` None writes the output to a temporary file removed at ``stop``.
+    ``new_session`` puts the child in its own session (a terminal's Ctrl-C reaches only the
+    parent, which then stops it in order)."""
+
+    def __init__(self, command: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+                 log_path: str | Path | None = None, log_prefix: str = "rubricgym-server-",
+                 death_signal: int = signal.SIGKILL, memory_cap_bytes: int | None = None, new_session: bool = False):
+        self.command = [str(c) for c in command]
+        self.env = dict(env) if env is not None else None
+        self.cwd = str(cwd) if cwd is not None else None
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.log_prefix = log_prefix
+        self.death_signal = death_signal
+        self.memory_cap_bytes = memory_cap_bytes
+        self.new_session = new_session
+        self.process: subprocess.Popen[bytes] | None = None
+        self._temp_log: Path | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.poll() if self.process is not None else None
+
+    def start(self) -> None:
+        """Start the child (a running one is left as it is)."""
+        if self.alive():
+            return
+        self._close_log()
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix=self.log_prefix, suffix=".log")
+            self._temp_log = Path(name)
+            log = os.fdopen(fd, "wb")
+        else:
+            log = open(self.log_path, "wb")  # noqa: SIM115 (the child holds it; closed right after Popen)
+        with log:
+            self.process = subprocess.Popen(
+                self.command, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=self.new_session,
+                preexec_fn=(_child_setup(self.death_signal, self.memory_cap_bytes)  # noqa: PLW1509
+                            if sys.platform == "linux" else None),
+            )
+
+    def wait_ready(self, ready: Callable[[], bool], timeout_s: float, poll_s: float = 0.1) -> bool:
+        """Poll ``ready()`` until it is true (True), the child exits or ``timeout_s`` passes (False)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return False
+            if ready():
+                return True
+            time.sleep(poll_s)
+        return False
+
+    def log_tail(self, chars: int = 3000) -> str:
+        path = self.log_path or self._temp_log
+        if path is None:
+            return ""
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 4 * chars))
+                return fh.read().decode("utf-8", errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def stop(self, grace_s: float = 10.0) -> bool:
+        """SIGTERM, wait up to ``grace_s`` on the PID, then SIGKILL and reap. True when the
+        child ended within the grace period (or was not running)."""
+        graceful = True
+        if self.alive():
+            assert self.process is not None
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                graceful = False
+        self.kill()
+        return graceful
+
+    def kill(self) -> None:
+        """Immediate SIGKILL and reap; removes a temporary log."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
+            self.process = None
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._temp_log is not None:
+            self._temp_log.unlink(missing_ok=True)
+            self._temp_log = None
