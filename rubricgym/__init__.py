@@ -1,10 +1,21 @@
 """rubricgym: Gymnasium environments and rubric rewards for long-horizon LLM agents.
 
 ``import rubricgym`` discovers every installed benchmark plugin (entry-point group
-``rubricgym.benchmarks``) and registers its env ids with gymnasium.
+``rubricgym.benchmarks``) and registers its env ids with gymnasium. The names below are the
+public API; plugins import only these (and the ``__all__`` of the modules they name).
+
+>>> import gymnasium as gym
+>>> env = gym.make("ALFWorld-Rubric-v0")
+>>> obs, info = env.reset(seed=0)
+>>> obs, reward, terminated, truncated, info = env.step("<think>first look</think><action>look</action>")
+>>> info["transition"].facts.parsed, sorted(info["rubric"])
+(True, ['trca'])
+>>> env.close()
 """
 
 from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineState, EngineStep, TaskBinding
+from rubricgym.attach import attach_reward
+from rubricgym.benchmark import BenchmarkSpec, CommandSpec, EnvIdSpec
 from rubricgym.contract import (
     Facts,
     Outcome,
@@ -16,8 +27,8 @@ from rubricgym.contract import (
     save_jsonl,
 )
 from rubricgym.env import RubricEnv
-from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar, parse_response
-from rubricgym.benchmark import BenchmarkSpec, CommandSpec, EnvIdSpec, ExpertAction
+from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar, parse_response
+from rubricgym.records import StepRecords, step_records
 from rubricgym.registration import (
     BENCHMARKS,
     BenchmarkNotInstalled,
@@ -27,6 +38,7 @@ from rubricgym.registration import (
     make_rubric_env,
     register_benchmark,
 )
+from rubricgym.rewards import ComponentScore, RewardComponent, RewardContext, RewardSpec, RubricReward
 
 __version__ = "0.1.0"
 
@@ -39,27 +51,35 @@ __all__ = [
     "BenchmarkNotInstalled",
     "BenchmarkSpec",
     "CommandSpec",
-    "EnvIdSpec",
-    "ExpertAction",
-    "UnknownBenchmark",
-    "discover",
-    "get_spec",
-    "register_benchmark",
+    "ComponentScore",
     "EngineFailure",
     "EngineReset",
     "EngineState",
     "EngineStep",
+    "EnvIdSpec",
+    "ExpertAction",
     "Facts",
     "Outcome",
     "ParseError",
     "ParsedAction",
+    "RewardComponent",
+    "RewardContext",
+    "RewardSpec",
     "RubricEnv",
+    "RubricReward",
+    "StepRecords",
     "TagGrammar",
     "TaskBinding",
     "Trajectory",
     "Transition",
+    "UnknownBenchmark",
+    "attach_reward",
+    "discover",
+    "get_spec",
     "load_jsonl",
     "make_rubric_env",
     "parse_response",
+    "register_benchmark",
     "save_jsonl",
+    "step_records",
 ]

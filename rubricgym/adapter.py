@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rubricgym.contract import Facts, Outcome, ParsedAction
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 
+__all__ = ["Adapter", "EngineFailure", "EngineReset", "EngineState", "EngineStep", "TaskBinding"]
+
 
 class EngineFailure(RuntimeError):
     """The engine (not the policy) broke: the episode ends as truncated, labelled as such."""

@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+__all__ = ["atomic_write_text"]
+
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> Path:
     """Write ``text`` through a flushed temporary file beside ``path`` and ``os.replace``; no

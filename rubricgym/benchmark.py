@@ -18,13 +18,14 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rubricgym.adapter import TaskBinding
+from rubricgym.adapter import Adapter, TaskBinding
 from rubricgym.contract import Facts
+from rubricgym.parsing import ExpertAction
+from rubricgym.rewards import RewardContext
 
-if TYPE_CHECKING:
-    from rubricgym.adapter import Adapter
+__all__ = ["BenchmarkSpec", "CommandSpec", "EnvIdSpec", "ExpertPlayer", "Ref", "load_ref"]
 
 Ref = str
 """``"package.module:attribute"``: imported on first use, never at registration."""
@@ -39,11 +40,6 @@ def load_ref(ref: Ref) -> Any:
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
-
-
-def model_ref(model: type) -> Ref:
-    """The ``"module:QualName"`` reference that names a model class (as libraries write it)."""
-    return f"{model.__module__}:{model.__qualname__}"
 
 
 @dataclass(frozen=True)
@@ -68,16 +64,7 @@ class CommandSpec:
     help: str
 
 
-@dataclass(frozen=True)
-class ExpertAction:
-    """One step of an expert player: the action text and which action tag carries it
-    (``None``: the grammar's first tag)."""
-
-    content: str
-    kind: str | None = None
-
-
-ExpertPlayer = Callable[["Adapter"], Sequence["str | ExpertAction"]]
+ExpertPlayer = Callable[[Adapter], Sequence["str | ExpertAction"]]
 """Called right after a reset with the env's adapter; returns the actions that solve the
 current task (used by ``rubricgym demo`` and the trainer's warm start)."""
 
@@ -135,6 +122,11 @@ class BenchmarkSpec:
             if spec.id == env_id:
                 return spec
         raise KeyError(f"{self.name} has no env id {env_id!r} (ids: {[e.id for e in self.env_ids]})")
+
+    def reward_context(self) -> RewardContext:
+        """What reward specs may know of this benchmark (its models and shipped files)."""
+        return RewardContext(benchmark=self.name, facts_model=self.facts_model, binding_model=self.binding_model,
+                             operator_library=self.operator_library, judge_rubric=self.judge_rubric)
 
     def load_binder(self) -> Callable[..., TaskBinding]:
         return load_ref(self.binder)

@@ -8,6 +8,8 @@ import argparse
 import importlib
 import sys
 
+from rubricgym.registration import discover
+
 # Each subcommand lives in the module that owns its feature; this file only routes (modules are
 # imported lazily so --help stays fast). Benchmark plugins add their own (BenchmarkSpec.commands).
 # subcommand -> (module exposing ``add_arguments(parser)`` and ``run(args) -> int``, help)
@@ -24,8 +26,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def all_commands() -> dict[str, tuple[str, str]]:
     """The core commands plus those the registered benchmarks declare."""
-    from rubricgym.registration import discover
-
     commands = dict(COMMANDS)
     for spec in discover().values():
         for command in spec.commands:

@@ -7,13 +7,20 @@ default so that operator conditions never meet a missing key (CEL raises on thos
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+
+from rubricgym.jsonl import JsonLinesError, iter_json_lines
+
+__all__ = [
+    "Facts", "Outcome", "ParseError", "ParsedAction", "Span", "Trajectory", "Transition", "facts_model_for",
+    "iter_jsonl", "load_jsonl", "model_ref", "register_models", "registered_model",
+    "registered_model_refs", "save_jsonl",
+]
 
 
 class ParseError(str, Enum):
@@ -49,9 +56,6 @@ class ParsedAction(BaseModel):
     action_span: Span | None = None
 
 
-_FACTS_REGISTRY: dict[str, type[Facts]] = {}
-
-
 class Facts(BaseModel):
     """Facts every benchmark can observe. Adapters subclass this with their own fields.
 
@@ -81,7 +85,7 @@ class Facts(BaseModel):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # pydantic calls this for generic parametrisations too; keep the first (user) class
-        _FACTS_REGISTRY.setdefault(cls.benchmark, cls)
+        _DEFINED_FACTS.setdefault(cls.benchmark, cls)
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
@@ -89,19 +93,45 @@ class Facts(BaseModel):
         return cls.model_json_schema()
 
 
-_FACTS_REGISTRY["base"] = Facts
+_DEFINED_FACTS: dict[str, type[Facts]] = {"base": Facts}  # every Facts subclass defined in this process
+_REGISTERED_MODELS: dict[str, tuple[type[Facts], type[BaseModel]]] = {}  # benchmark -> (facts, binding)
+
+
+def model_ref(model: type) -> str:
+    """The ``"module:QualName"`` reference that names a model class (as libraries write it)."""
+    return f"{model.__module__}:{model.__qualname__}"
+
+
+def register_models(benchmark: str, facts_model: type[Facts], binding_model: type[BaseModel]) -> None:
+    """Record a registered benchmark's models (called by benchmark registration): stored
+    transitions of that benchmark load back with typed facts, and operator libraries may name
+    these models. A second registration with other models is refused."""
+    old = _REGISTERED_MODELS.get(benchmark)
+    if old is not None and tuple(map(model_ref, old)) != (model_ref(facts_model), model_ref(binding_model)):
+        raise ValueError(f"benchmark {benchmark!r} is registered twice, with different models")
+    _REGISTERED_MODELS[benchmark] = (facts_model, binding_model)
 
 
 def facts_model_for(benchmark: str) -> type[Facts]:
-    """The Facts model of a benchmark: its plugin spec's, else a Facts subclass defined in
+    """The Facts model of a benchmark: its registered one, else a Facts subclass defined in
     this process (ad-hoc envs), else the base Facts."""
-    from rubricgym.registration import BENCHMARKS, discover
+    registered = _REGISTERED_MODELS.get(benchmark)
+    return registered[0] if registered is not None else _DEFINED_FACTS.get(benchmark, Facts)
 
-    discover()
-    spec = BENCHMARKS.get(benchmark)
-    if spec is not None:
-        return spec.facts_model
-    return _FACTS_REGISTRY.get(benchmark, Facts)
+
+def registered_model(ref: str) -> type[BaseModel] | None:
+    """The facts or binding model of a registered benchmark named by ``"module:QualName"``
+    (None when no registered benchmark has it: the reference is never imported)."""
+    for models in _REGISTERED_MODELS.values():
+        for model in models:
+            if model_ref(model) == ref:
+                return model
+    return None
+
+
+def registered_model_refs() -> list[str]:
+    """The references of every registered benchmark's facts and binding models, sorted."""
+    return sorted(model_ref(m) for models in _REGISTERED_MODELS.values() for m in models)
 
 
 class Transition(BaseModel):
@@ -165,25 +195,30 @@ class Trajectory(BaseModel):
 
 
 def save_jsonl(path: str | Path, trajectories: Iterable[Trajectory], append: bool = False) -> None:
-    """Write one trajectory per line."""
+    """Write one trajectory per line (the path first, then the trajectories).
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "episodes.jsonl"
+    >>> save_jsonl(path, [Trajectory(benchmark="base", task_id="t1")])
+    >>> [t.task_id for t in load_jsonl(path)]
+    ['t1']
+    """
     with open(path, "a" if append else "w", encoding="utf-8") as fh:
         for traj in trajectories:
             fh.write(traj.to_json_line() + "\n")
 
 
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory]:
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield Trajectory.from_json_line(line)
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{lineno}: not a trajectory: {exc}") from exc
+    """The trajectories of a JSON-lines file, one per line; a bad line raises ``ValueError``
+    naming ``file:line``."""
+    for lineno, data in iter_json_lines(path, what="a trajectory"):
+        try:
+            yield Trajectory.model_validate(data)
+        except ValueError as exc:
+            raise JsonLinesError(f"{path}:{lineno}: not a trajectory: {exc}") from exc
 
 
 def load_jsonl(path: str | Path) -> list[Trajectory]:
+    """Every trajectory of a file written by ``save_jsonl(path, trajectories)``."""
     return list(iter_jsonl(path))
 
-
-def dumps_facts(facts: Facts) -> str:
-    return json.dumps(facts.model_dump(mode="json"), sort_keys=True)

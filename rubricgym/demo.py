@@ -8,33 +8,31 @@ facts show up next to Evidence and Execution ones. Runs offline on the real engi
 from __future__ import annotations
 
 import argparse
+import json
 import random
 from collections.abc import Sequence
 from typing import Any
 
-from rubricgym.benchmark import ExpertAction
-from rubricgym.parsing import TagGrammar
+import gymnasium as gym
+from rich.console import Console
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from rubricgym.parsing import ExpertAction, TagGrammar
+from rubricgym.registration import UnknownBenchmark, env_ids, get_spec
 
 DEFAULT_GAMES = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from rubricgym.trainers.config import DEFAULT_ENV_ID
-
-    parser.add_argument("--env", default=DEFAULT_ENV_ID, help=f"env id to play (default: {DEFAULT_ENV_ID})")
+    parser.add_argument("--env", help="env id to play (without it: the registered ids)")
     parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help="how many tasks to play")
+    parser.add_argument("--max-steps", type=int, default=None, help="step budget (default: the benchmark's)")
     parser.add_argument("--seed", type=int, default=0, help="picks the tasks and seeds the resets")
     parser.add_argument("--kwargs", default="{}", help="JSON object of env keyword arguments, e.g. "
                         "'{\"data_path\": \"/data/official\"}'")
     parser.add_argument("--plain", action="store_true", help="plain text instead of rich tables")
-
-
-def render(grammar: TagGrammar, action: str | ExpertAction, reasoning: str = "following the plan") -> str:
-    """An expert action as the agent's full response in the env's grammar."""
-    act = action if isinstance(action, ExpertAction) else ExpertAction(str(action))
-    kind = act.kind or grammar.action_tags[0]
-    think = f"<{grammar.reasoning_tag}>{reasoning}</{grammar.reasoning_tag}>" if grammar.reasoning_tag else ""
-    return f"{think}<{kind}>{act.content}</{kind}>"
 
 
 def scripted_responses(grammar: TagGrammar, plan: Sequence[str | ExpertAction]) -> list[str]:
@@ -42,10 +40,10 @@ def scripted_responses(grammar: TagGrammar, plan: Sequence[str | ExpertAction]) 
     first, rest = (plan[0], plan[1:]) if plan else (None, [])
     mistakes = [
         "I think I should do something now.",  # no action tag: parse failure
-        render(grammar, "go to the moon"),  # parses, but no engine knows it
-        render(grammar, "go to the moon"),  # same command, same state: repeated
+        grammar.render("go to the moon"),  # parses, but no engine knows it
+        grammar.render("go to the moon"),  # same command, same state: repeated
     ]
-    return ([render(grammar, first)] if first is not None else []) + mistakes + [render(grammar, a) for a in rest]
+    return ([grammar.render(first)] if first is not None else []) + mistakes + [grammar.render(a) for a in rest]
 
 
 def _non_default(facts: Any) -> dict[str, Any]:
@@ -55,27 +53,16 @@ def _non_default(facts: Any) -> dict[str, Any]:
 
 class _Printer:
     def __init__(self, plain: bool):
-        self.console = None
-        if not plain:
-            try:
-                from rich.console import Console
-
-                self.console = Console(highlight=False)
-            except ImportError:
-                pass
+        self.console = None if plain else Console(highlight=False)
 
     def header(self, text: str) -> None:
         if self.console:
-            from rich.rule import Rule
-
             self.console.print(Rule(f"[bold]{text}"))
         else:
             print(f"\n=== {text} ===")
 
     def line(self, text: str, style: str = "") -> None:
         if self.console:
-            from rich.text import Text
-
             self.console.print(Text(text, style=style))
         else:
             print(text)
@@ -84,8 +71,6 @@ class _Printer:
         facts = _non_default(transition.facts)
         action = transition.action.action if transition.action.ok else f"<unparsed: {transition.action.error.value}>"
         if self.console:
-            from rich.table import Table
-
             table = Table(show_header=False, box=None, padding=(0, 1))
             table.add_column(style="cyan", no_wrap=True)
             table.add_column()
@@ -104,12 +89,9 @@ class _Printer:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    import gymnasium as gym
-
-    from rubricgym.registration import UnknownBenchmark, get_spec
-
+    if not args.env:
+        print(f"rubricgym demo: choose an env with --env; registered: {', '.join(sorted(env_ids()))}")
+        return 2
     try:
         spec = get_spec(args.env)
         kwargs: dict[str, Any] = json.loads(args.kwargs)
@@ -122,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if expert is None:
         print(f"rubricgym demo: {spec.name} declares no expert player to demonstrate")
         return 2
-    env = gym.make(args.env, reward="none", max_steps=60, **kwargs)
+    env = gym.make(args.env, reward="none", max_steps=args.max_steps, **kwargs)
     out = _Printer(args.plain)
     try:
         adapter = env.unwrapped.adapter

@@ -14,6 +14,8 @@ from rubricgym.spaces import UnicodeText
 
 log = logging.getLogger(__name__)
 
+__all__ = ["MAX_TEXT", "RubricEnv"]
+
 MAX_TEXT = 1 << 20
 
 
@@ -21,14 +23,17 @@ class RubricEnv(gym.Env[str, str]):
     """Text observation in, text response out; ``info["transition"]`` holds the step's facts.
 
     The step reward is the engine's own (sparse) reward; reward wrappers add rubric rewards.
-    ``self.trajectory`` accumulates the episode for group credit and re-scoring.
+    ``self.trajectory`` accumulates the episode for group credit and re-scoring. ``max_steps``
+    truncates the episode (``gym.make`` passes the benchmark spec's unless you give one).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(self, adapter: Adapter, max_steps: int = 50, render_mode: str | None = None):
+    def __init__(self, adapter: Adapter, max_steps: int, render_mode: str | None = None):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self.adapter = adapter
         self.max_steps = max_steps
         self.render_mode = render_mode

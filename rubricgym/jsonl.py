@@ -14,7 +14,7 @@ logs whose last line may be cut by a kill).
 >>> [(n, row) for n, row in iter_json_lines(path, errors="skip", problems=problems)]
 [(1, {'a': 1}), (4, {'a': 2})]
 >>> problems
-['rows.jsonl:3: not JSON, skipped']
+['rows.jsonl:3: not a JSON object (Expecting value at column 1), skipped']
 """
 
 from __future__ import annotations
@@ -42,14 +42,15 @@ def parse_json_line(text: str | bytes) -> Any:
     except RecursionError:
         raise ValueError("nested too deeply") from None
     except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        raise ValueError(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+        raise ValueError(f"{exc.msg} at column {exc.colno}") from None
 
 
 def iter_json_lines(
     path: str | Path,
     *,
+    what: str = "a JSON object",
     errors: Literal["raise", "skip"] = "raise",
     problems: list[str] | None = None,
     objects_only: bool = True,
@@ -57,9 +58,10 @@ def iter_json_lines(
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for every non-blank line of ``path``.
 
-    ``objects_only``: a value that is not a JSON object is a bad line. ``errors="skip"``
-    appends ``"<file name>:<line>: <reason>, skipped"`` to ``problems`` instead of raising.
-    An unreadable file raises ``OSError`` (with the path) in both modes."""
+    ``objects_only``: a value that is not a JSON object is a bad line. A bad line raises
+    ``JsonLinesError("<path>:<line>: not <what>: <reason>")``, or with ``errors="skip"`` adds
+    ``"<file name>:<line>: not <what> (<reason>), skipped"`` to ``problems``. An unreadable
+    file raises ``OSError`` (with the path) in both modes."""
     path = Path(path)
     with open(path, "rb") as fh:
         number = 0
@@ -87,10 +89,6 @@ def iter_json_lines(
             if reason is None:
                 yield number, value
             elif errors == "raise":
-                raise JsonLinesError(f"{path}:{number}: {reason}")
+                raise JsonLinesError(f"{path}:{number}: not {what}: {reason}")
             elif problems is not None:
-                problems.append(f"{path.name}:{number}: {_short(reason)}, skipped")
-
-
-def _short(reason: str) -> str:
-    return "not JSON" if reason.startswith("not JSON") else reason
+                problems.append(f"{path.name}:{number}: not {what} ({reason}), skipped")

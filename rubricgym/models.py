@@ -54,20 +54,20 @@ def cache_dir() -> Path:
 
 
 def default_device() -> str:
-    import torch
+    import torch  # optional: the train extra
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def default_dtype(device: str) -> Any:
     """bf16 on CUDA, float32 elsewhere (CPU bf16 matmuls are slow and imprecise)."""
-    import torch
+    import torch  # optional: the train extra
 
     return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
 
 
 def _resolve_dtype(dtype: Any, device: str) -> Any:
-    import torch
+    import torch  # optional: the train extra
 
     if dtype is None or dtype == "auto":
         return default_dtype(device)
@@ -108,8 +108,8 @@ def _prepare_tokenizer(tokenizer: Any) -> Any:
 def _convert_smollm2(target: Path) -> None:
     """De-quantise the GGUF into a safetensors folder at ``target``, atomically: the folder
     appears complete or not at all, and a concurrent converter loses the race harmlessly."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch  # optional: the train extra
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # optional: the train extra
 
     gguf = smollm2_gguf_path()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +168,7 @@ def load_causal_lm(path_or_name: str | os.PathLike[str], device: str | None = No
             f"model {name!r} is neither a local folder nor a known name "
             f"({sorted(SMOLLM2_ALIASES | TINY_ALIASES | {RANDOM_135M})}); the HF hub is not reachable offline"
         )
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # optional: the train extra
 
     device = device or default_device()
     tok = _prepare_tokenizer(AutoTokenizer.from_pretrained(name))
@@ -190,8 +190,8 @@ def build_byte_tokenizer() -> Any:
 
     Every string round-trips exactly, and offsets are available (fast tokenizer).
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # optional: the train extra
+    from transformers import PreTrainedTokenizerFast  # optional: the train extra
 
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -216,8 +216,8 @@ def build_tiny_model(seed: int = 0, arch: str = "qwen2", hidden_size: int = 64, 
                      max_positions: int = 4096, intermediate_size: int | None = None, num_heads: int = 4,
                      num_kv_heads: int = 2) -> tuple[Any, Any]:
     """(model, tokenizer): a tiny random ``arch`` ("qwen2" or "llama") causal LM, float32, CPU."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+    import torch  # optional: the train extra
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM  # optional: the train extra
 
     tok = build_byte_tokenizer()
     kwargs = dict(

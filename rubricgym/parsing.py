@@ -12,6 +12,17 @@ from dataclasses import dataclass, field
 
 from rubricgym.contract import ParsedAction, ParseError
 
+__all__ = ["ACTION_GRAMMAR", "ExpertAction", "TagGrammar", "parse_response"]
+
+
+@dataclass(frozen=True)
+class ExpertAction:
+    """One action of a scripted (expert) player: its text and which action tag carries it
+    (``None``: the grammar's first tag)."""
+
+    content: str
+    kind: str | None = None
+
 
 @dataclass(frozen=True)
 class TagGrammar:
@@ -55,6 +66,17 @@ class TagGrammar:
                 out.append((in_fence, self.fence_kind, start, start + 3 if in_fence else end))
                 in_fence = not in_fence
         return out
+
+    def render(self, action: str | ExpertAction, reasoning: str = "following the plan") -> str:
+        """An action as a full response in this grammar (the inverse of ``parse_response``).
+
+        >>> ACTION_GRAMMAR.render("look", reasoning="hm")
+        '<think>hm</think><action>look</action>'
+        """
+        act = action if isinstance(action, ExpertAction) else ExpertAction(str(action))
+        kind = act.kind or self.action_tags[0]
+        think = f"<{self.reasoning_tag}>{reasoning}</{self.reasoning_tag}>" if self.reasoning_tag else ""
+        return f"{think}<{kind}>{act.content}</{kind}>"
 
     def instruction(self) -> str:
         """The format instruction shown to the agent."""

@@ -11,13 +11,22 @@ import importlib.util
 import logging
 import warnings
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 
-from rubricgym.benchmark import BenchmarkSpec, load_ref, model_ref
+from rubricgym.attach import attach_reward
+from rubricgym.benchmark import BenchmarkSpec, load_ref
+from rubricgym.contract import model_ref, register_models
 from rubricgym.env import RubricEnv
+from rubricgym.judges.rubric import Rubric, load_rubric
 from rubricgym.process_state import preserved_process_state
+
+__all__ = [
+    "BENCHMARKS", "ENTRY_POINT_GROUP", "BenchmarkNotInstalled", "UnknownBenchmark", "discover", "env_ids",
+    "get_spec", "judge_rubric", "make_rubric_env", "operator_library", "register_benchmark",
+]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +50,7 @@ def register_benchmark(spec: BenchmarkSpec) -> None:
     old = BENCHMARKS.get(spec.name)
     if old is not None and model_ref(old.facts_model) != model_ref(spec.facts_model):
         raise ValueError(f"benchmark {spec.name!r} is registered twice, with different facts models")
+    register_models(spec.name, spec.facts_model, spec.binding_model)
     BENCHMARKS[spec.name] = spec
     for env in spec.env_ids:
         owner = _ENV_IDS.setdefault(env.id, spec.name)
@@ -89,6 +99,23 @@ def get_spec(name: str) -> BenchmarkSpec:
     raise UnknownBenchmark(f"no benchmark or env id {name!r} is registered (benchmarks: {sorted(BENCHMARKS)})")
 
 
+def operator_library(benchmark: str) -> Path:
+    """The TRCA operator library a benchmark ships (its spec's), by benchmark name or env id."""
+    spec = get_spec(benchmark)
+    if spec.operator_library is None:
+        raise LookupError(f"no operator library ships for {spec.name}; pass reward='none', or a path to your own "
+                          "library (see docs/trca.md)")
+    return Path(spec.operator_library)
+
+
+def judge_rubric(benchmark: str) -> Rubric:
+    """The static judge rubric a benchmark ships (its spec's), by benchmark name or env id."""
+    spec = get_spec(benchmark)
+    if spec.judge_rubric is None:
+        raise LookupError(f"benchmark {spec.name} ships no judge rubric; pass a rubric file (see docs/draco.md)")
+    return load_rubric(spec.judge_rubric)
+
+
 def env_ids() -> dict[str, str]:
     """Every registered env id -> its benchmark name."""
     discover()
@@ -116,15 +143,14 @@ def make_rubric_env(
     render_mode: str | None = None,
     **adapter_kwargs: Any,
 ) -> gym.Env:
-    """Build ``RubricEnv`` for a benchmark and attach its reward (see ``attach_reward``)."""
+    """Build ``RubricEnv`` for a benchmark and attach its reward (``rubricgym.attach``);
+    ``max_steps`` defaults to the spec's."""
     spec = get_spec(benchmark)
     with preserved_process_state():  # an engine's import-time side effects stay out of the caller's process
         adapter = load_adapter_class(spec.name)(**adapter_kwargs)
-    env: gym.Env = RubricEnv(adapter, max_steps=max_steps or spec.max_steps, render_mode=render_mode)
-    from rubricgym.rewards import attach_reward
-
+    env: gym.Env[str, str] = RubricEnv(adapter, max_steps=max_steps or spec.max_steps, render_mode=render_mode)
     try:
-        return attach_reward(env, reward, spec.name)
+        return attach_reward(env, reward, spec.reward_context())
     except BaseException:
         env.close()
         raise

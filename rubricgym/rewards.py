@@ -9,21 +9,37 @@ trainer's step samples keep every part. Every record has one shape::
     {"reward": float, "weight": float, ...the component's parts...}
 
 A *reward spec* is a config object that builds a component for an env (``TRCAConfig``,
-``JudgeRewardSpec``); ``gym.make(id, reward=...)`` takes one spec, a list of them (weights
-with ``(spec, weight)`` pairs), a library path, ``"default"`` or ``"none"``. An object with only ``wrap(env, benchmark)`` is
-also accepted and builds its own wrapper.
+``JudgeRewardSpec``) from the ``RewardContext`` of the env's benchmark (its models, its
+shipped operator library and judge rubric); ``gym.make(id, reward=...)`` takes one spec, a
+list of them (weights with ``(spec, weight)`` pairs), a library path, ``"default"`` or
+``"none"`` (``rubricgym.attach``). The records are read back through ``rubricgym.records``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, Protocol, SupportsFloat, runtime_checkable
 
 import gymnasium as gym
 
-from rubricgym.contract import Transition
+from rubricgym.adapter import TaskBinding
+from rubricgym.contract import Facts, Transition
+
+__all__ = ["ComponentScore", "RewardComponent", "RewardContext", "RewardSpec", "RubricReward"]
+
+
+@dataclass(frozen=True)
+class RewardContext:
+    """What a reward spec may know about the env it scores: the benchmark's name, models and
+    shipped files (from its ``BenchmarkSpec``, passed down when the env is made)."""
+
+    benchmark: str
+    facts_model: type[Facts] | None = None
+    binding_model: type[TaskBinding] | None = None
+    operator_library: Path | None = None
+    judge_rubric: Path | None = None
 
 
 @dataclass
@@ -52,19 +68,35 @@ class RewardComponent(Protocol):
 class RewardSpec(Protocol):
     """A config that builds a component for an env of a benchmark."""
 
-    def component(self, env: gym.Env, benchmark: str) -> RewardComponent: ...
+    def component(self, env: gym.Env, context: RewardContext) -> RewardComponent: ...
 
 
-class RubricReward(gym.Wrapper):
+class RubricReward(gym.Wrapper[str, str, str, str]):
     """Step reward = sum_c weight_c * reward_c (+ the engine reward when kept).
 
     ``keep_env_reward=None`` keeps the engine reward when any component keeps it (it is
     added once). ``info["env_reward"]`` always holds the engine's own reward;
     ``info["rubric"]`` the component records; ``info[<name>]`` aliases each record (so
     ``info["trca"]`` keeps working). Compose by listing components here, not by stacking
-    ``RubricReward`` wrappers."""
+    ``RubricReward`` wrappers.
 
-    def __init__(self, env: gym.Env, components: Sequence[tuple[RewardComponent, float]],
+    >>> import gymnasium as gym
+    >>> class Brevity:  # any object with name, keep_env_reward, reset and score is a component
+    ...     name, keep_env_reward = "brevity", False
+    ...     def reset(self, info): pass
+    ...     def score(self, transition, info):
+    ...         return ComponentScore(-len(transition.response) / 1000, {"chars": len(transition.response)})
+    >>> env = gym.make("ALFWorld-Rubric-v0", reward=["default", (Brevity(), 0.5)])
+    >>> _ = env.reset(seed=0)
+    >>> _, reward, _, _, info = env.step("<think>x</think><action>look</action>")
+    >>> sorted(info["rubric"]), info["rubric"]["brevity"]
+    (['brevity', 'trca'], {'reward': -0.037, 'weight': 0.5, 'chars': 37})
+    >>> round(reward - info["rubric"]["trca"]["reward"] - info["env_reward"], 4)
+    -0.0185
+    >>> env.close()
+    """
+
+    def __init__(self, env: gym.Env[str, str], components: Sequence[tuple[RewardComponent, float]],
                  keep_env_reward: bool | None = None):
         super().__init__(env)
         if not components:
@@ -83,13 +115,13 @@ class RubricReward(gym.Wrapper):
                 return comp
         raise KeyError(f"no reward component {name!r} (have {[c.name for c, _ in self.components]})")
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
         for comp, _ in self.components:
             comp.reset(info)
         return obs, info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, env_reward, terminated, truncated, info = self.env.step(action)
         transition = info.get("transition")
         if not isinstance(transition, Transition):
@@ -108,44 +140,3 @@ class RubricReward(gym.Wrapper):
             info.setdefault(name, record)
             transition.info.setdefault(name, record)
         return obs, total, terminated, truncated, info
-
-
-def _spec_and_weight(item: Any) -> tuple[Any, float]:
-    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], int | float):
-        return item[0], float(item[1])
-    return item, 1.0
-
-
-def build_component(env: gym.Env, reward: Any, benchmark: str) -> RewardComponent:
-    """One component from a spec, a library path or ``"default"`` (the benchmark's library)."""
-    from rubricgym.trca.wrapper import TRCAConfig
-
-    if isinstance(reward, RewardComponent):
-        return reward
-    if reward == "default":
-        reward = TRCAConfig()
-    elif isinstance(reward, str | os.PathLike):
-        reward = TRCAConfig(library=os.fspath(reward))
-    if isinstance(reward, RewardSpec):
-        return reward.component(env, benchmark)
-    raise TypeError(
-        "a reward is 'none', 'default', a library path, a reward spec (TRCAConfig, JudgeRewardSpec, or any "
-        f"object with component(env, benchmark)), a component, or a list of these; got {type(reward).__name__}"
-    )
-
-
-def attach_reward(env: gym.Env, reward: Any, benchmark: str) -> gym.Env:
-    """``reward``: None/"none" (engine reward only); "default" (the benchmark's shipped TRCA
-    library; an error says so when none ships); a library path; a reward spec or component;
-    or a list of those, each optionally as ``(spec, weight)``."""
-    if reward is None or reward == "none":
-        return env
-    if not isinstance(reward, RewardSpec | RewardComponent) and callable(getattr(reward, "wrap", None)):
-        return reward.wrap(env, benchmark)  # a spec that builds its own wrapper
-    items = list(reward) if isinstance(reward, list | tuple) and not _is_weighted_pair(reward) else [reward]
-    components = [(build_component(env, spec, benchmark), w) for spec, w in map(_spec_and_weight, items)]
-    return RubricReward(env, components)
-
-
-def _is_weighted_pair(reward: Any) -> bool:
-    return isinstance(reward, tuple) and len(reward) == 2 and isinstance(reward[1], int | float)

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+__all__ = ["PRINTABLE", "UnicodeText"]
+
 PRINTABLE = string.ascii_letters + string.digits + string.punctuation + " \n"
 
 

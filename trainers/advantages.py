@@ -24,6 +24,9 @@ from typing import Any
 import numpy as np
 
 from rubricgym.credit.estimators import ESTIMATORS, get_estimator
+from rubricgym.credit.grpo import grpo_step_advantages
+from rubricgym.credit.trca import DEFAULT_GAMMA, RolloutSignals, trca_group_step_advantages
+from rubricgym.records import MissingRecord, rollout_signals, trca_gamma
 from rubricgym.trainers.rollout import Rollout, StepSample
 
 ESTIMATOR_NAMES = tuple(ESTIMATORS)
@@ -49,39 +52,23 @@ def _set_uniform(step: StepSample, value: float, span: tuple[int, int] | None) -
 
 
 def grpo_group(group: Sequence[Rollout], eps: float) -> list[np.ndarray]:
-    from rubricgym.credit.grpo import grpo_step_advantages
-
     return grpo_step_advantages([r.env_return for r in group], [len(r.steps) for r in group], eps)
 
 
-def trca_signals(rollout: Rollout) -> Any:
-    from rubricgym.credit.trca import signals_from_steps
-
+def trca_signals(rollout: Rollout) -> RolloutSignals:
     try:
-        return signals_from_steps(rollout.steps, f"task {rollout.task_id}:", outcome=rollout.env_return)
-    except ValueError as exc:
+        return rollout_signals(rollout.steps, f"task {rollout.task_id}:", outcome=rollout.env_return)
+    except MissingRecord as exc:
         raise MissingRewardSignal(
             f"{exc}; the 'trca' estimators need the TRCA reward wrapper "
             "(gym.make(..., reward='default') with an operator library)"
         ) from exc
 
 
-def library_gamma(group: Sequence[Rollout]) -> float | None:
-    """The discount the TRCA records carry (the operator library's ``gamma``)."""
-    for rollout in group:
-        for step in rollout.steps:
-            record = step.info.get("rubric", {}).get("trca", {})
-            if "gamma" in record:
-                return float(record["gamma"])
-    return None
-
-
 def resolve_gamma(configured: float | None, group: Sequence[Rollout]) -> float:
     """One source for gamma: the library's, unless the config sets one (then a warning names
     both when they differ; never a silently ignored field)."""
-    from rubricgym.credit.trca import DEFAULT_GAMMA
-
-    from_library = library_gamma(group)
+    from_library = trca_gamma(s for rollout in group for s in rollout.steps)
     if configured is None:
         return from_library if from_library is not None else DEFAULT_GAMMA
     if from_library is not None and abs(from_library - configured) > 1e-12:
@@ -90,8 +77,6 @@ def resolve_gamma(configured: float | None, group: Sequence[Rollout]) -> float:
 
 
 def trca_group(group: Sequence[Rollout], lam: float | None, gamma: float | None, eps: float) -> list[np.ndarray]:
-    from rubricgym.credit.trca import trca_group_step_advantages
-
     return trca_group_step_advantages([trca_signals(r) for r in group], lam=lam, gamma=resolve_gamma(gamma, group),
                                       eps=eps)
 

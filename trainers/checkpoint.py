@@ -33,9 +33,14 @@ from typing import Annotated, Any
 
 import numpy as np
 import torch
+from peft import set_peft_model_state_dict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
 
 from rubricgym.atomic_files import atomic_write_text
+from rubricgym.trainers.distributed import snapshot_tensors
+from rubricgym.trainers.sharding import load_full_adapter, optimizer_state_for
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +215,6 @@ def _set_rng(state: TrainerState, tensors: dict[str, torch.Tensor]) -> None:
 
 def _rank_random(snapshots: dict[int, dict[str, Any]]) -> tuple[list[RankRandomState], dict[str, torch.Tensor]]:
     """Other ranks' RNG snapshots (``trainers.distributed.rng_snapshot``) as typed JSON and tensors."""
-    from rubricgym.trainers.distributed import snapshot_tensors
 
     entries, tensors = [], {}
     for rank, snap in sorted(snapshots.items()):
@@ -297,7 +301,6 @@ def save_checkpoint(run_dir: Path, iteration: int, model: Any, optimizer: Any, s
     other ranks' RNG snapshots (``trainers.distributed.rng_snapshot``). A sharded model (FSDP)
     passes its whole tensors, gathered by every rank: ``adapter_state`` (by parameter name) and
     ``optimizer_state`` (``trainers.sharding``)."""
-    from safetensors.torch import save_file
 
     run_dir = Path(run_dir)
     final = run_dir / f"{PREFIX}{iteration:06d}"
@@ -402,8 +405,6 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def _load_tensors(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
 
     try:
         return load_file(str(path), device="cpu")
@@ -477,9 +478,7 @@ def apply_checkpoint(loaded: _Loaded, model: Any, optimizer: Any, scheduler: Any
                      sharded: bool = False) -> None:
     """Load the adapter, optimizer, scheduler and RNG state; ``sharded``: the model is sharded
     (FSDP) and each rank cuts its own shards from the whole saved tensors."""
-    from peft import set_peft_model_state_dict
 
-    from rubricgym.trainers.sharding import load_full_adapter, optimizer_state_for
 
     if sharded:
         missing = load_full_adapter(model, loaded.adapter)

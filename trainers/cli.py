@@ -95,6 +95,7 @@ def format_summary(summary: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("RUBRICGYM_LOG", "WARNING"))
+    # lazy CLI: torch and the trainer load only when a run starts (`rubricgym train --help` stays fast)
     from torch.distributed import DistError
 
     from rubricgym.trainers.checkpoint import CheckpointError

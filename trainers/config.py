@@ -12,6 +12,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rubricgym.credit.estimators import get_estimator
+from rubricgym.registration import get_spec
+from rubricgym.secret_refs import refuse_inline_secrets
+
 
 class _Section(BaseModel):
     # errors never echo input values: a refused secret must not be printed or logged
@@ -33,15 +37,18 @@ class LoraSettings(_Section):
 
 
 DEFAULT_ENV_ID = "ALFWorld-Rubric-v0"
-"""The main job's env (the one benchmark name the trainer and demo default to)."""
+"""The main job's env (the one benchmark name the trainer defaults to)."""
+MAIN_JOB_MAX_STEPS = 10
+"""The main job's step budget: its expert plans take 3-9 steps."""
 
 
 class EnvSettings(_Section):
     id: str = Field(DEFAULT_ENV_ID, description="a gymnasium id of a rubricgym env")
     factory: str | None = Field(None, description="'module:callable' returning a gym.Env (overrides id)")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gym.make / the factory")
-    max_steps: int = Field(10, ge=1, description="step budget per episode (the main job's expert plans take 3-9 "
-                           "steps)")
+    max_steps: int | None = Field(
+        None, ge=1, description="step budget per episode; default: the benchmark spec's. The main job (no env.id "
+        f"or env.factory given) plays {MAIN_JOB_MAX_STEPS}: its expert plans take 3-9 steps")
     tasks: list[str] | None = Field(None, description="task ids to train on (default: all the env offers)")
     num_tasks: int | None = Field(None, ge=1, description="use only the first N task ids")
     workers: int = Field(0, ge=0, description="0: envs step in the trainer's process; N: N env worker processes "
@@ -50,6 +57,22 @@ class EnvSettings(_Section):
         "auto", description="'auto': Ray when installed, else a local process pool (docs/scale.md)")
     worker_timeout_s: float = Field(600.0, gt=0.0, description="a worker call past this ends its rollouts as failed")
     ray_address: str | None = Field(None, description="Ray cluster address (default: a local Ray instance)")
+
+
+    @model_validator(mode="before")
+    @classmethod
+    def _main_job_budget(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not {"id", "factory", "max_steps"} & data.keys():
+            return {**data, "max_steps": MAIN_JOB_MAX_STEPS}
+        return data
+
+    def step_budget(self) -> tuple[int, Literal["config", "spec"]]:
+        """The episode step budget and where it comes from: ``max_steps``, else the spec's."""
+        if self.max_steps is not None:
+            return self.max_steps, "config"
+        if self.factory:
+            raise ValueError("env.factory needs env.max_steps: there is no benchmark spec to take it from")
+        return get_spec(self.id).max_steps, "spec"
 
 
 class PromptSettings(_Section):
@@ -118,8 +141,6 @@ class AlgorithmSettings(_Section):
     @field_validator("advantage")
     @classmethod
     def _known(cls, value: str) -> str:
-        from rubricgym.credit.estimators import get_estimator
-
         get_estimator(value)  # a ValueError names the known estimators
         return value
 
@@ -164,8 +185,6 @@ class JudgeSettings(_Section):
     @classmethod
     def _no_inline_secrets(cls, value: dict[str, Any]) -> dict[str, Any]:
         # the config is written to the run folder (config.yaml, checkpoints): keys stay out
-        from rubricgym.secret_refs import refuse_inline_secrets
-
         refuse_inline_secrets(value, "judge.options", prefix="judge.options.")
         return value
 

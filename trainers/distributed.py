@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,6 @@ class Ranks:
     def collective(self, what: str, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` (which talks to the other ranks); its failure is a ``RankFailure`` naming
         ``what``."""
-        import torch.distributed as dist
-
         try:
             return fn()
         except (RuntimeError, dist.DistError) as exc:
@@ -78,8 +77,6 @@ class Ranks:
         """Element-wise sum over the ranks (float64)."""
         if not self.distributed:
             return [float(v) for v in values]
-        import torch.distributed as dist
-
         t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=self.device)
         self.collective("summing counts", lambda: dist.all_reduce(t))
         return [float(v) for v in t.cpu().tolist()]
@@ -87,8 +84,6 @@ class Ranks:
     def max(self, values: Sequence[float]) -> list[float]:
         if not self.distributed:
             return [float(v) for v in values]
-        import torch.distributed as dist
-
         t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=self.device)
         self.collective("taking a maximum", lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX))
         return [float(v) for v in t.cpu().tolist()]
@@ -98,8 +93,6 @@ class Ranks:
         a rank without micro-batches in this step contributes zeros)."""
         if not self.distributed or not params:
             return
-        import torch.distributed as dist
-
         flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
         self.collective("summing gradients", lambda: dist.all_reduce(flat))
         offset = 0
@@ -112,8 +105,6 @@ class Ranks:
         """Rank 0's values into every rank's tensors (the adapter starts identical everywhere)."""
         if not self.distributed or not params:
             return
-        import torch.distributed as dist
-
         with torch.no_grad():
             flat = torch.cat([p.detach().reshape(-1) for p in params]).to(self.device)
             self.collective("broadcasting parameters", lambda: dist.broadcast(flat, src=0))
@@ -127,8 +118,6 @@ class Ranks:
         """Every rank's JSON-able ``value``, in rank order (UTF-8 bytes in padded tensors)."""
         if not self.distributed:
             return [value]
-        import torch.distributed as dist
-
         data = json.dumps(value).encode("utf-8")
         size = torch.tensor([len(data)], dtype=torch.long, device=self.device)
         sizes = [torch.zeros_like(size) for _ in range(self.world_size)]
@@ -146,16 +135,12 @@ class Ranks:
 
     def barrier(self) -> None:
         if self.distributed:
-            import torch.distributed as dist
-
             self.collective("waiting for every rank", lambda: dist.barrier())
 
     def close(self) -> None:
         """Destroy the process group this object created (skipped after a failure: a group
         with a dead peer is left to the process exit)."""
         if self.owns_group and not self.failed:
-            import torch.distributed as dist
-
             if dist.is_initialized():
                 # every rank done with every collective before any rank tears its sockets down
                 # (a peer exiting while another still reads from it can abort that process)
@@ -225,8 +210,6 @@ def init_ranks(timeout_s: float, cuda: bool) -> Ranks:
     ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``: torchrun and accelerate set them);
     gloo on CPU, nccl on CUDA, collectives time out after ``timeout_s``. Reuses a group that
     the caller (e.g. ``accelerate.Accelerator``) already initialised."""
-    import torch.distributed as dist
-
     launch_sharding(os.environ)  # refuses Megatron-LM and unsupported DeepSpeed settings before anything loads
     world = int(os.environ.get("WORLD_SIZE", "1") or 1)
     if world <= 1 and not (dist.is_available() and dist.is_initialized()):

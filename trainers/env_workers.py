@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rubricgym.trainers.config import EnvSettings, PromptSettings
-from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, _Live
-from rubricgym.trainers.tokens import decode_response
-
 from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
+from rubricgym.trainers.config import EnvSettings, PromptSettings
+from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, _Live, make_env_factory
+from rubricgym.trainers.tokens import decode_response
+from rubricgym.trainers.warmup import has_expert
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +65,6 @@ class EnvHost:
     """The envs of one worker, by slot; every request and answer is a JSON string."""
 
     def __init__(self, settings_json: str):
-        from rubricgym.trainers.rollout import make_env_factory
-
         self.settings = EnvSettings.model_validate_json(settings_json)
         self.env_fn = make_env_factory(self.settings)
         self.envs: dict[int, Any] = {}
@@ -105,8 +103,6 @@ class EnvHost:
         return json.dumps(out)
 
     def describe(self) -> dict[str, Any]:
-        from rubricgym.trainers.warmup import has_expert
-
         env = self.env(0)
         adapter = getattr(env.unwrapped, "adapter", None)
         grammar = getattr(adapter, "grammar", None)
@@ -236,7 +232,7 @@ _RAY_ACTOR: Any = None
 def _ray_actor_class() -> Any:
     global _RAY_ACTOR
     if _RAY_ACTOR is None:
-        import ray
+        import ray  # optional: the ray extra
 
         @ray.remote(max_restarts=0, max_task_retries=0)
         class EnvActor:
@@ -255,8 +251,8 @@ class _RayPending:
         self.worker, self.ref = worker, ref
 
     def result(self, timeout: float) -> str:
-        import ray
-        from ray.exceptions import GetTimeoutError, RayActorError, RayError
+        import ray  # optional: the ray extra
+        from ray.exceptions import GetTimeoutError, RayActorError, RayError  # optional: the ray extra
 
         try:
             return str(ray.get(self.ref, timeout=timeout))
@@ -280,7 +276,7 @@ class RayWorker:
         return _RayPending(self, self.actor.handle.remote(request))
 
     def kill(self) -> None:
-        import ray
+        import ray  # optional: the ray extra
 
         ray.kill(self.actor, no_restart=True)
 
@@ -294,7 +290,7 @@ class RayWorker:
 
 def ray_available() -> bool:
     try:
-        import ray  # noqa: F401
+        import ray  # noqa: F401  # optional: the ray extra
     except ImportError:
         return False
     return True
@@ -302,7 +298,7 @@ def ray_available() -> bool:
 
 def ensure_ray(address: str | None, num_cpus: int | None = None) -> None:
     """Connect to ``address`` or start a local Ray instance (once per process)."""
-    import ray
+    import ray  # optional: the ray extra
 
     if ray.is_initialized():
         return

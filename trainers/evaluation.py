@@ -18,10 +18,16 @@ from typing import Any
 import numpy as np
 import torch
 from pydantic import BaseModel, Field
+from tqdm.auto import tqdm
 
+from rubricgym.contract import save_jsonl
+from rubricgym.records import step_records
+from rubricgym.registration import UnknownBenchmark, get_spec
 from rubricgym.trainers.config import EnvSettings, TrainConfig
 from rubricgym.trainers.distributed import Ranks
+from rubricgym.trainers.generation import HFGenerator
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, StepSample, available_tasks, make_env_factory
+from rubricgym.trainers.update import collate, response_logprobs
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +119,6 @@ def held_out_env_id(config: TrainConfig) -> str | None:
         return config.evaluation.env_id
     if config.env.factory:
         return None
-    from rubricgym.registration import UnknownBenchmark, get_spec
-
     try:
         spec = get_spec(config.env.id)
         return spec.env_id(config.env.id).eval_id
@@ -179,8 +183,8 @@ def summarize(label: str, plan: EvalPlan, decoding: str, rollouts: Sequence[Roll
 
 
 def _trca(step: StepSample) -> float | None:
-    record = step.info.get("rubric", {}).get("trca")
-    return float(record["r_TRCA"]) if record is not None else None
+    record = step_records(step).trca()
+    return record.r_TRCA if record is not None else None
 
 
 class Evaluator:
@@ -189,11 +193,10 @@ class Evaluator:
 
     def __init__(self, config: TrainConfig, plan: EvalPlan, env_fn: Callable[[], Any], model: Any, tokenizer: Any,
                  ranks: Ranks | None = None):
-        from rubricgym.trainers.generation import HFGenerator
-
         self.config = config
         self.plan = plan
-        self.collector = RolloutCollector(env_fn, tokenizer, config.prompt, config.env.max_steps)
+        self.max_steps = (eval_env_settings(config, plan.env_id) if plan.env_id else config.env).step_budget()[0]
+        self.collector = RolloutCollector(env_fn, tokenizer, config.prompt, self.max_steps)
         self.greedy = config.evaluation.greedy
         self.generator = HFGenerator(model, tokenizer, config.generation, greedy=self.greedy, ranks=ranks)
         self.last_rollouts: list[Rollout] = []
@@ -207,9 +210,7 @@ class Evaluator:
         torch.manual_seed(sample_seed)  # only matters when sampling
         bar = None
         if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=self.config.env.max_steps, desc=f"eval {label}", unit="turn", dynamic_ncols=True,
+            bar = tqdm(total=self.max_steps, desc=f"eval {label}", unit="turn", dynamic_ncols=True,
                        leave=False)
 
         def tick(turn: int, active: int) -> None:
@@ -228,8 +229,6 @@ class Evaluator:
 
     def save_trajectories(self, path: Path) -> None:
         """The last evaluation's episodes (what the policy did on each task), as JSONL."""
-        from rubricgym.contract import save_jsonl
-
         path.parent.mkdir(parents=True, exist_ok=True)
         save_jsonl(path, [r.trajectory for r in self.last_rollouts if r.trajectory is not None])
 
@@ -259,8 +258,6 @@ def policy_entropy(model: Any, samples: Sequence[StepSample], pad_id: int, tempe
                    micro_batch_size: int = 4) -> float:
     """Mean entropy (nats) of the policy's next-token distributions over the response tokens
     of ``samples``: near 0, every sampled rollout of a group comes out the same."""
-    from rubricgym.trainers.update import collate, response_logprobs
-
     samples = [s for s in samples if s.response_ids]
     if not samples:
         return 0.0

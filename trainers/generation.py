@@ -141,7 +141,7 @@ class VLLMGenerator:
     def __init__(self, base_path: str, tokenizer: Any, settings: GenerationSettings, lora_rank: int,
                  adapter_dir: Path, seed: int = 0):
         try:
-            from vllm import LLM, SamplingParams  # noqa: F401
+            from vllm import LLM, SamplingParams  # noqa: F401  # optional: vLLM (GPU only)
         except ImportError as exc:
             raise VLLMUnavailable(
                 "generation.backend='vllm' needs vLLM on a CUDA machine (`pip install vllm`); "
@@ -149,7 +149,7 @@ class VLLMGenerator:
             ) from exc
         if not torch.cuda.is_available():
             raise VLLMUnavailable("generation.backend='vllm' needs a CUDA GPU")
-        from vllm import LLM
+        from vllm import LLM  # optional: vLLM (GPU only)
 
         self.tokenizer = tokenizer
         self.settings = settings
@@ -162,15 +162,15 @@ class VLLMGenerator:
         self.seconds = 0.0
 
     def sync_weights(self, model: Any, iteration: int) -> None:
-        from vllm.lora.request import LoRARequest
+        from vllm.lora.request import LoRARequest  # optional: vLLM (GPU only)
 
         path = self.adapter_dir / f"iter-{iteration:06d}"
         model.save_pretrained(str(path))
         self.lora_request = LoRARequest(f"policy-{iteration}", iteration + 1, str(path))
 
     def generate(self, prompts: Sequence[Sequence[int]]) -> list[list[int]]:
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
+        from vllm import SamplingParams  # optional: vLLM (GPU only)
+        from vllm.inputs import TokensPrompt  # optional: vLLM (GPU only)
 
         started = time.perf_counter()
         params = SamplingParams(temperature=self.settings.temperature, top_p=self.settings.top_p,

@@ -68,10 +68,8 @@ def _format_instruction(view: EpisodeView, settings: PromptSettings) -> str:
     text = format_instruction(view.grammar)
     if not settings.format_example:
         return text
-    from rubricgym.demo import render
-
     example = (view.admissible_actions or ["<your action>"])[0]
-    return text + FORMAT_EXAMPLE.format(example=render(view.grammar, example, reasoning="short reasoning"))
+    return text + FORMAT_EXAMPLE.format(example=view.grammar.render(example, reasoning="short reasoning"))
 
 
 def _clip(text: str, limit: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 
+import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.contract import Trajectory, Transition
 from rubricgym.parsing import ACTION_GRAMMAR
 from rubricgym.trainers.config import EnvSettings, PromptSettings
@@ -89,8 +90,6 @@ def make_env_factory(settings: EnvSettings) -> Callable[[], gym.Env]:
             raise ValueError(f"env.factory must be 'module:callable', got {settings.factory!r}")
         fn = getattr(importlib.import_module(module), name)
         return lambda: fn(max_steps=settings.max_steps, **settings.kwargs)
-    import rubricgym  # noqa: F401  (registers the ids)
-
     if settings.id not in gym.registry:
         raise ValueError(f"unknown env id {settings.id!r}; rubricgym ids: "
                          f"{sorted(k for k in gym.registry if 'Rubric' in k)}")

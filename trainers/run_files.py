@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from rubricgym.jsonl import iter_json_lines
 from rubricgym.trainers.checkpoint import CheckpointError, atomic_write_text, newest_intact
 from rubricgym.trainers.config import TrainConfig, load_config
 
@@ -29,18 +30,14 @@ def read_metrics_lines(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
-    out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            value = None
-        if not isinstance(value, dict) or not isinstance(value.get("iteration", 0), int):
-            log.warning("%s:%d is not a complete metrics record; skipped", path, number)
+    out, problems = [], []
+    for number, value in iter_json_lines(path, what="a metrics record", errors="skip", problems=problems):
+        if not isinstance(value.get("iteration", 0), int):
+            problems.append(f"{path.name}:{number}: not a metrics record (no integer iteration), skipped")
             continue
         out.append(value)
+    for problem in problems:  # "metrics.jsonl:7: not a metrics record (...), skipped"
+        log.warning("%s", path.parent / problem)
     return out
 
 

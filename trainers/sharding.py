@@ -24,12 +24,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+from torch.distributed.tensor import DTensor, distribute_tensor
 
 from rubricgym.trainers.distributed import Ranks
 
 
 def _is_dtensor(value: Any) -> bool:
-    from torch.distributed.tensor import DTensor
 
     return isinstance(value, DTensor)
 
@@ -39,8 +41,6 @@ def shard_model(peft_model: Any, ranks: Ranks, device: torch.device) -> None:
     then the causal LM under the peft wrapper as the root, so ``generate`` (which calls the
     causal LM directly) gathers the embeddings and head too. The mesh is named for the
     model's device (FSDP's default would pick CUDA whenever a GPU is visible)."""
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
 
     root = peft_model.get_base_model()
     blocks = set(getattr(root, "_no_split_modules", None) or ())
@@ -86,7 +86,6 @@ def full_optimizer_state(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
 
 def _shard_like(full: torch.Tensor, like: Any) -> Any:
     """This rank's shard of ``full`` laid out as ``like`` (a DTensor), cut locally."""
-    from torch.distributed.tensor import distribute_tensor
 
     return distribute_tensor(full.to(like.device, like.dtype), like.device_mesh, like.placements, src_data_rank=None)
 

@@ -29,6 +29,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rubricgym.credit.estimators import get_estimator
+from rubricgym.trainers.config import load_config
+from rubricgym.trainers.trainer import Trainer
+
 CURVE_FIELDS = ("estimator", "seed", "iteration", "trajectories", "success_rate", "return_mean", "env_return_mean",
                 "trca_reward_mean")
 
@@ -48,8 +52,6 @@ class StudySettings(BaseModel):
     @field_validator("estimators")
     @classmethod
     def _known(cls, names: list[str]) -> list[str]:
-        from rubricgym.credit.estimators import get_estimator
-
         for name in names:
             get_estimator(name)
         return names
@@ -61,9 +63,6 @@ def trajectories_per_iteration(config: Any) -> int:
 
 def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> list[dict[str, Any]]:
     """Train one (estimator, seed) to the budget; its curve rows."""
-    from rubricgym.trainers.config import load_config
-    from rubricgym.trainers.trainer import Trainer
-
     base = load_config(settings.config, settings.overrides)
     per_iteration = trajectories_per_iteration(base)
     iterations = max(1, math.ceil(settings.trajectories / per_iteration))
@@ -102,10 +101,10 @@ def trajectories_to_target(rows: list[dict[str, Any]], target: float) -> dict[st
 
 
 def plot(rows: list[dict[str, Any]], out: Path, target: float) -> list[Path]:
-    import matplotlib
+    import matplotlib  # optional: the report extra
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # optional: the report extra
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
     for ax, key, label in ((axes[0], "success_rate", "success rate"), (axes[1], "return_mean", "mean return")):

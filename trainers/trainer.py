@@ -19,9 +19,19 @@ from typing import Any
 
 import numpy as np
 import torch
+import yaml
+from peft import LoraConfig, get_peft_model
+from tqdm.auto import tqdm
 
 from rubricgym.contract import save_jsonl
 from rubricgym.credit.estimators import get_estimator
+from rubricgym.judges.client import TransformersChatBackend
+from rubricgym.judges.config import JudgeSettings
+from rubricgym.judges.pipeline import DracoJudge
+from rubricgym.judges.rubric import load_rubric
+from rubricgym.models import load_causal_lm
+from rubricgym.records import step_records
+from rubricgym.registration import judge_rubric
 from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.checkpoint import (CheckpointError, atomic_write_text, latest_checkpoint, restore_checkpoint,
                                            restore_latest, save_checkpoint)
@@ -30,6 +40,7 @@ from rubricgym.trainers.distributed import Ranks, init_ranks, launch_sharding, m
 from rubricgym.trainers.env_workers import build_collector
 from rubricgym.trainers.evaluation import EvalResult, Evaluator, build_evaluator, distinct_group_share, policy_entropy
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
+from rubricgym.trainers.generation_server import OpenAIServerGenerator
 from rubricgym.trainers.rollout import Rollout, RolloutTimings, available_tasks, make_env_factory
 from rubricgym.trainers.run_files import cut_metrics, load_run_config, read_metrics_lines
 from rubricgym.trainers.sharding import full_adapter_state, full_optimizer_state, shard_model
@@ -73,7 +84,7 @@ def group_metrics(groups: Sequence[Sequence[Rollout]], prefix: str = "") -> dict
     steps = [s for r in rollouts for s in r.steps]
     if not rollouts:
         return {}
-    trca = [float(s.info["rubric"]["trca"]["r_TRCA"]) for s in steps if "trca" in s.info.get("rubric", {})]
+    trca = [r.r_TRCA for r in (step_records(s).trca() for s in steps) if r is not None]
     parsed = [s.action_tokens is not None for s in steps]
     out = {
         f"{prefix}success_rate": float(np.mean([r.success for r in rollouts])),
@@ -148,8 +159,9 @@ class Trainer:
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.algorithm.lr, weight_decay=config.algorithm.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_lambda)
+        self.max_steps, self.max_steps_source = config.env.step_budget()
         self.env_fn = env_fn or make_env_factory(config.env)
-        self.collector = build_collector(config.env, self.env_fn, self.tokenizer, config.prompt, config.env.max_steps,
+        self.collector = build_collector(config.env, self.env_fn, self.tokenizer, config.prompt, self.max_steps,
                                          env_fn_injected=env_fn is not None)
         self.tasks = available_tasks(self.collector.env(0), config.env)
         self.generator = self._build_generator()
@@ -188,10 +200,6 @@ class Trainer:
         return torch.device(want)
 
     def _build_model(self, model: Any, tokenizer: Any) -> tuple[Any, Any]:
-        from peft import LoraConfig, get_peft_model
-
-        from rubricgym.models import load_causal_lm
-
         cfg = self.config
         if model is None:
             model, tokenizer = load_causal_lm(cfg.model.name, device=str(self.device), dtype=cfg.model.dtype,
@@ -215,8 +223,6 @@ class Trainer:
         if gen.backend == "hf":
             return HFGenerator(self.model, self.tokenizer, gen, ranks=self.ranks)
         if gen.backend == "openai":
-            from rubricgym.trainers.generation_server import OpenAIServerGenerator
-
             return OpenAIServerGenerator(self.tokenizer, gen, self.model, self.run_dir / "server_adapters",
                                          seed=self.config.run.seed)
         base = getattr(self.model.base_model.model.config, "_name_or_path", "")
@@ -226,16 +232,8 @@ class Trainer:
     def _build_judge(self) -> Any:
         if get_estimator(self.config.algorithm.advantage).signal != "judge":
             return None
-        try:
-            from rubricgym.judges.config import JudgeSettings
-            from rubricgym.judges.pipeline import DracoJudge
-            from rubricgym.judges.rubric import default_rubric_for, load_rubric
-        except ImportError as exc:
-            raise RuntimeError(f"the DRACO estimators need rubricgym.judges: {exc}") from exc
         options = dict(self.config.judge.options)
         if self.config.judge.config:
-            import yaml
-
             options = {**(yaml.safe_load(Path(self.config.judge.config).read_text()) or {}), **options}
         judge_cfg = self.config.judge
         adapter = getattr(self.collector.env(0).unwrapped, "adapter", None)
@@ -243,7 +241,7 @@ class Trainer:
         if judge_cfg.static_rubric:
             rubric = load_rubric(judge_cfg.static_rubric)
         elif static:  # the benchmark's packaged rubric; a clear error when it ships none
-            rubric = default_rubric_for(getattr(adapter, "benchmark", ""))
+            rubric = judge_rubric(getattr(adapter, "benchmark", ""))
         else:
             rubric = None  # dynamic rubrics are written per group
         settings = JudgeSettings(**options)
@@ -251,8 +249,6 @@ class Trainer:
             # The policy judges its own rollouts, in process. Repeats must be able to differ,
             # so a zero temperature is raised to 1; the backend's model id names the policy
             # version (set per iteration) so cached verdicts of older weights are never reused.
-            from rubricgym.judges.client import TransformersChatBackend
-
             if settings.temperature <= 0:
                 settings = settings.model_copy(update={"temperature": 1.0})
             backend = TransformersChatBackend(self.model, self.tokenizer, model_id=self._policy_id(0))
@@ -290,9 +286,7 @@ class Trainer:
         torch.manual_seed(sample_seed)
         bar = None
         if self.config.run.progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=self.config.env.max_steps, desc=f"rollouts ({len(tasks)}x{self.config.algorithm.group_size})",
+            bar = tqdm(total=self.max_steps, desc=f"rollouts ({len(tasks)}x{self.config.algorithm.group_size})",
                        unit="turn", dynamic_ncols=True, leave=False)
 
         def tick(turn: int, active: int) -> None:
@@ -392,7 +386,7 @@ class Trainer:
             return group_metrics(groups)
         steps = [s for g in groups for r in g for s in r.steps]
         counts = {"rollouts": sum(len(g) for g in groups), "steps": len(steps),
-                  "trca_steps": sum("trca" in s.info.get("rubric", {}) for s in steps),
+                  "trca_steps": sum(step_records(s).trca() is not None for s in steps),
                   "compared_groups": sum(len(g) >= 2 for g in groups)}
         return merge_rank_metrics(self.ranks.gather_json({"metrics": group_metrics(groups), "counts": counts}))
 
@@ -400,7 +394,7 @@ class Trainer:
         """The live view: refresh ``report.html`` in the run folder. A failing report is
         logged, never allowed to stop the training."""
         try:
-            from rubricgym.report import write_report
+            from rubricgym.report import write_report  # optional: the report extra
 
             write_report(self.run_dir, live=True)
         except Exception:
@@ -486,8 +480,6 @@ class Trainer:
         cfg = self.config
         bar = None
         if cfg.run.progress and self.ranks.is_main:
-            from tqdm.auto import tqdm
-
             bar = tqdm(total=cfg.run.iterations, initial=self.iteration, desc="train", unit="it", dynamic_ncols=True)
         done = 0
         started, load_start = time.perf_counter(), os.getloadavg()
@@ -517,6 +509,7 @@ class Trainer:
         summary = self.summary(evaluate)
         summary.update({"wall_s": time.perf_counter() - started, "load_average_start": list(load_start),
                         "load_average_end": list(os.getloadavg()), "torch_threads": torch.get_num_threads(),
+                        "max_steps": self.max_steps, "max_steps_source": self.max_steps_source,
                         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         if self.ranks.is_main:
             (self.run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
@@ -572,7 +565,7 @@ class Trainer:
         if self.config.run.tensorboard:
             if self._tb is None:
                 try:
-                    from torch.utils.tensorboard import SummaryWriter
+                    from torch.utils.tensorboard import SummaryWriter  # optional: tensorboard
 
                     self._tb = SummaryWriter(str(self.run_dir / "tensorboard"))
                 except ImportError:

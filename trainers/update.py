@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 
+from rubricgym.credit.estimators import get_estimator
 from rubricgym.trainers.config import AlgorithmSettings
 from rubricgym.trainers.distributed import Ranks
 from rubricgym.trainers.loss import entropy_from_logits, policy_loss
@@ -141,8 +142,6 @@ def trainable_samples(samples: Sequence[StepSample], skip_zero: bool) -> list[St
 def resolved_objective(settings: AlgorithmSettings) -> AlgorithmSettings:
     """The settings with ``ratio_level`` / ``loss_aggregation`` filled from the estimator's
     defaults (rubricgym.credit.estimators) where the config leaves them unset."""
-    from rubricgym.credit.estimators import get_estimator
-
     est = get_estimator(settings.advantage)
     return settings.model_copy(update={"ratio_level": settings.ratio_level or est.ratio_level,
                                        "loss_aggregation": settings.loss_aggregation or est.loss_aggregation})

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from tqdm.auto import tqdm
 
-from rubricgym.benchmark import ExpertAction, ExpertPlayer
-from rubricgym.demo import render
-from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
+from rubricgym.benchmark import ExpertPlayer
+from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar
+from rubricgym.registration import UnknownBenchmark, get_spec
 from rubricgym.trainers.sharding import norm_value
 from rubricgym.trainers.config import PromptSettings, WarmupSettings
 from rubricgym.trainers.prompts import EpisodeView, PastStep, render_prompt
@@ -45,13 +46,11 @@ def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACT
     purpose: on a CPU every generated token of every step costs a decoding pass, and the
     choice the policy explores is the action, not the template around it."""
     act = action if isinstance(action, ExpertAction) else ExpertAction(str(action))
-    return render(grammar, act, reasoning=f"I should {act.content}.")
+    return grammar.render(act, reasoning=f"I should {act.content}.")
 
 
 def expert_of(env: Any) -> tuple[ExpertPlayer, Any] | None:
     """The env's benchmark expert player and the adapter it plays through (None: no expert)."""
-    from rubricgym.registration import UnknownBenchmark, get_spec
-
     adapter = getattr(env.unwrapped, "adapter", None)
     try:
         expert = get_spec(adapter.benchmark).load_expert() if adapter is not None else None
@@ -110,8 +109,6 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
 
 
 def _bar(total: int, desc: str, unit: str) -> Any:
-    from tqdm.auto import tqdm
-
     return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, leave=False)
 
 

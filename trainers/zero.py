@@ -58,7 +58,7 @@ class ZeroOptimizerStep:
 
     def __init__(self, model: Any, optimizer: torch.optim.Optimizer, ranks: Ranks, stage: int,
                  max_grad_norm: float):
-        import deepspeed
+        import deepspeed  # optional: the deepspeed extra
 
         logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
         # DeepSpeed calls torch.distributed's older collective names; torch warns on every call
@@ -103,7 +103,7 @@ class ZeroOptimizerStep:
 
     def full_adapter_state(self) -> dict[str, torch.Tensor]:
         """Every trainable (LoRA) parameter, whole, by its ``named_parameters`` name."""
-        from deepspeed.utils import safe_get_full_fp32_param
+        from deepspeed.utils import safe_get_full_fp32_param  # optional: the deepspeed extra
 
         return {name: safe_get_full_fp32_param(p).to(p.dtype).cpu().contiguous()
                 for name, p in self.model.named_parameters() if p.requires_grad}
@@ -111,7 +111,7 @@ class ZeroOptimizerStep:
     def full_optimizer_state(self) -> dict[str, Any]:
         """The AdamW state as torch's ``optimizer.state_dict()`` of the unwrapped optimizer
         would hold it: per parameter, whole tensors; the groups' settings."""
-        from deepspeed.utils import safe_get_full_optimizer_state
+        from deepspeed.utils import safe_get_full_optimizer_state  # optional: the deepspeed extra
 
         flats = self._flat_partitions()
         template = self.optimizer.state.get(flats[0]) if flats else None
@@ -135,7 +135,7 @@ class ZeroOptimizerStep:
         """Move whole per-parameter AdamW state into the engine's partitions: create the state
         torch's AdamW would have for each partition (its first step creates it lazily), link
         DeepSpeed's views to it, then write each parameter's slice."""
-        from deepspeed.utils import safe_set_full_optimizer_state
+        from deepspeed.utils import safe_set_full_optimizer_state  # optional: the deepspeed extra
 
         template = next(iter(saved.values()))
         for flat in self._flat_partitions():
@@ -157,7 +157,7 @@ def require_deepspeed(device_is_cpu: bool) -> None:
     if device_is_cpu:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
     try:
-        import deepspeed  # noqa: F401
+        import deepspeed  # noqa: F401  # optional: the deepspeed extra
     except ImportError as exc:
         raise ImportError("DeepSpeed ZeRO (run.deepspeed_zero or an accelerate DeepSpeed config) needs DeepSpeed: "
                           "pip install 'rubricgym[deepspeed]' (docs/scale.md)") from exc

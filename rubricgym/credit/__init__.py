@@ -1,13 +1,14 @@
-"""Credit assignment: pure functions over arrays (no I/O, models or envs).
+"""Credit assignment: every formula as a pure numpy function with documented shapes.
 
 Every TRCA formula (docs/design.md §4) lives in ``rubricgym.credit.trca``; DRACO step credit
 (§5) in ``rubricgym.credit.draco``; plain GRPO and the one standardization rule shared by
-every estimator in ``rubricgym.credit.grpo``; estimator names in
-``rubricgym.credit.estimators``. Other trainers can call these directly.
+every estimator in ``rubricgym.credit.grpo`` — no I/O, models or envs in these three.
+``rubricgym.credit.estimators`` interprets estimator names and reads stored rollouts (their
+reward records, through ``rubricgym.records``). Other trainers can call all of these.
 """
 
 from rubricgym.credit import draco, estimators, grpo, trca
-from rubricgym.credit.estimators import ESTIMATORS, Estimator, get_estimator, group_step_advantages
+from rubricgym.credit.estimators import ESTIMATORS, Estimator, as_signals, get_estimator, group_step_advantages
 from rubricgym.credit.draco import *  # noqa: F403
 from rubricgym.credit.grpo import DEFAULT_EPS, grpo_advantages, grpo_step_advantages, standardize
 from rubricgym.credit.trca import (
@@ -31,11 +32,8 @@ from rubricgym.credit.trca import (
     item_weights,
     mix,
     potential,
-    signals_from_steps,
-    signals_from_trajectory,
     step_advantages,
     trca_advantages,
-    trca_group_advantages,
     trca_group_step_advantages,
     trca_rewards,
 )
@@ -46,6 +44,7 @@ __all__ = [
     "grpo",
     "estimators",
     "Estimator",
+    "as_signals",
     "get_estimator",
     "group_step_advantages",
     *draco.__all__,
@@ -74,11 +73,8 @@ __all__ = [
     "item_weights",
     "mix",
     "potential",
-    "signals_from_steps",
-    "signals_from_trajectory",
     "step_advantages",
     "trca_advantages",
-    "trca_group_advantages",
     "trca_group_step_advantages",
     "trca_rewards",
 ]

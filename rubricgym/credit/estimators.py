@@ -3,18 +3,23 @@
 Each ``Estimator`` says which signal it needs, which tokens of a step carry its value and
 the parameters it passes to the pure credit functions (``rubricgym.credit.trca``,
 ``rubricgym.credit.grpo``, ``rubricgym.credit.draco``). Config validation, the trainer and
-the docs (docs/trainer.md's table, checked by a test) all read this registry.
+the docs (docs/trainer.md's table, checked by a test) all read this registry. Stored
+rollouts are read through ``rubricgym.records`` (the only reader of reward records).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from rubricgym.credit.grpo import DEFAULT_EPS, grpo_step_advantages
+from rubricgym.credit.trca import DEFAULT_GAMMA, RolloutSignals, outcome_of, trca_group_step_advantages
+from rubricgym.records import rollout_signals
+
+__all__ = ["ESTIMATORS", "Estimator", "Placement", "Signal", "as_signals", "get_estimator", "group_step_advantages"]
 
 Signal = Literal["outcome", "trca", "judge"]
 Placement = Literal["action", "response"]
@@ -66,12 +71,30 @@ def get_estimator(name: str) -> Estimator:
         raise ValueError(f"unknown advantage estimator {name!r}; choose one of {tuple(ESTIMATORS)}") from None
 
 
-def group_step_advantages(name: str, rollouts: Sequence[Any], lam: float | None = None, gamma: float = 0.95,
-                          eps: float = DEFAULT_EPS) -> list[np.ndarray]:
-    """Per-step advantages of a group from stored signals, for the estimators that need no
-    judge (``grpo``, ``trca*``): ``rollouts`` are ``RolloutSignals``, mappings or trajectories."""
-    from rubricgym.credit.trca import as_signals, outcome_of, trca_group_step_advantages
+def as_signals(item: Any) -> RolloutSignals:
+    """``RolloutSignals`` from signals, a mapping of their fields, or a ``Trajectory`` (its
+    transitions' TRCA records, read through ``rubricgym.records``)."""
+    if isinstance(item, RolloutSignals):
+        return item
+    if hasattr(item, "transitions"):
+        return rollout_signals(item.transitions, f"trajectory {getattr(item, 'task_id', '?')}")
+    if isinstance(item, Mapping):
+        return RolloutSignals(**item)
+    raise TypeError(f"cannot read rollout signals from {type(item).__name__}")
 
+
+def group_step_advantages(name: str, rollouts: Sequence[Any], lam: float | None = None,
+                          gamma: float = DEFAULT_GAMMA, eps: float = DEFAULT_EPS) -> list[np.ndarray]:
+    """Per-step advantages of a group from stored signals, for the estimators that need no
+    judge (``grpo``, ``trca*``): ``rollouts`` are ``RolloutSignals``, mappings or trajectories.
+
+    >>> won = dict(r_f=[0.1, 0.2], r_b=[0.1, 0.2], env_rewards=[0.0, 1.0], context_keys=["a", "b"])
+    >>> lost = dict(r_f=[0.1, -0.1], r_b=[0.1, 0.0], env_rewards=[0.0, 0.0], context_keys=["a", "c"])
+    >>> [a.round(2).tolist() for a in group_step_advantages("grpo", [won, lost])]
+    [[1.0, 1.0], [-1.0, -1.0]]
+    >>> [a.round(2).tolist() for a in group_step_advantages("trca", [won, lost])]
+    [[2.0, 1.0], [-2.0, -1.0]]
+    """
     est = get_estimator(name)
     signals = [as_signals(r) for r in rollouts]
     if est.signal == "outcome":

@@ -21,6 +21,11 @@ def standardize(values: Sequence[float] | np.ndarray, eps: float = DEFAULT_EPS) 
 
     Zero variance is tested as ``max == min`` rather than ``std == 0``: the floating mean of
     equal values can leave a std of ~1e-17, which would otherwise leak tiny nonzero values.
+
+    >>> standardize([1.0, 0.0, 0.0, 0.0]).round(3).tolist()
+    [1.732, -0.577, -0.577, -0.577]
+    >>> standardize([0.0, 0.0]).tolist()
+    [0.0, 0.0]
     """
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1:

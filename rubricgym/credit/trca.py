@@ -115,7 +115,13 @@ def trca_rewards(
     """All of a rollout's step rewards from its judgments ``O[T, J]``.
 
     Called with one row and the previous coverage it is the online (per-step) update the
-    reward wrapper uses, so batch and online rewards come from the same formulas."""
+    reward wrapper uses, so batch and online rewards come from the same formulas.
+
+    >>> O = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 1]])   # steps x (evidence, invalidity, execution)
+    >>> r = trca_rewards(O, ["evidence", "invalidity", "execution"], r_evi=0.2, r_inval=0.1, r_exec=0.3)
+    >>> r.r_f.round(3).tolist(), r.r_b.round(3).tolist(), r.r_trca.round(3).tolist()
+    ([0.2, 0.1, 0.3], [0.2, 0.0, 0.3], [0.2, 0.02, 0.3])
+    """
     o = np.asarray(judgments, dtype=np.float64)
     if o.ndim != 2 or o.shape[1] != len(categories):
         raise ValueError(f"judgments must be [T, {len(categories)}], got shape {o.shape}")
@@ -248,55 +254,13 @@ class RolloutSignals:
         return len(self.context_keys)
 
 
-def signals_from_steps(steps: Sequence[Any], label: str = "?", outcome: float | None = None,
-                       component: str = "trca") -> RolloutSignals:
-    """Read any steps carrying a TRCA record (``info["rubric"][component]``, or the older
-    ``info["trca"]``), ``env_reward`` and ``context_key``: a ``Trajectory``'s transitions or a
-    trainer's step records. Raises when a step was not scored, rather than guessing zeros."""
-    r_f, r_b, r_t = [], [], []
-    for index, step in enumerate(steps):
-        trca = step.info.get("rubric", {}).get(component) or step.info.get(component)
-        if trca is None:
-            raise ValueError(
-                f"{label} step {getattr(step, 'step', index)} has no info['trca']: "
-                "collect rollouts through the TRCA reward wrapper"
-            )
-        r_f.append(float(trca["r_F"]))
-        r_b.append(float(trca["r_B"]))
-        r_t.append(float(trca["r_TRCA"]))
-    return RolloutSignals(
-        r_f=r_f,
-        r_b=r_b,
-        env_rewards=[s.env_reward for s in steps],
-        context_keys=[s.context_key for s in steps],
-        r_trca=r_t,
-        outcome=outcome,
-    )
-
-
-def signals_from_trajectory(trajectory: Any) -> RolloutSignals:
-    """``signals_from_steps`` over a ``Trajectory``'s transitions."""
-    return signals_from_steps(trajectory.transitions, f"trajectory {getattr(trajectory, 'task_id', '?')}")
-
-
-def as_signals(item: Any) -> RolloutSignals:
-    """``RolloutSignals`` from signals, a mapping of its fields, or a ``Trajectory``."""
-    if isinstance(item, RolloutSignals):
-        return item
-    if hasattr(item, "transitions"):
-        return signals_from_trajectory(item)
-    if isinstance(item, Mapping):
-        return RolloutSignals(**item)
-    raise TypeError(f"cannot read rollout signals from {type(item).__name__}")
-
-
 def outcome_of(signals: RolloutSignals) -> float:
     """The rollout's terminal outcome: given, else the sum of its sparse env rewards."""
     return signals.outcome if signals.outcome is not None else float(np.sum(signals.env_rewards))
 
 
 def trca_group_step_advantages(
-    rollouts: Sequence[Any],
+    signals: Sequence[RolloutSignals],
     lam: float | None = None,
     gamma: float = DEFAULT_GAMMA,
     eps: float = DEFAULT_EPS,
@@ -305,7 +269,6 @@ def trca_group_step_advantages(
 
     ``lam`` re-mixes r_F and r_B; ``None`` uses each step's recorded r_TRCA (the wrapper's
     own mix), else lambda = 0.8."""
-    signals = [as_signals(r) for r in rollouts]
     if lam is None:
         step = [s.r_trca if s.r_trca is not None else mix(s.r_f, s.r_b, DEFAULT_LAMBDA) for s in signals]
     else:
@@ -319,16 +282,3 @@ def trca_group_step_advantages(
         eps=eps,
     )
 
-
-def trca_group_advantages(
-    rollouts: Sequence[Any],
-    estimator: str = "trca",
-    lam: float | None = None,
-    gamma: float = DEFAULT_GAMMA,
-    eps: float = DEFAULT_EPS,
-) -> list[np.ndarray]:
-    """Convenience: ``rubricgym.credit.estimators.group_step_advantages`` (the estimator name
-    is interpreted there, once)."""
-    from rubricgym.credit.estimators import group_step_advantages
-
-    return group_step_advantages(estimator, rollouts, lam=lam, gamma=gamma, eps=eps)

@@ -18,7 +18,7 @@ from rubricgym.judges.client import (
 from rubricgym.judges.config import JudgeSettings, ResponseFormat
 from rubricgym.judges.ledger import Ledger
 from rubricgym.judges.pipeline import CriterionVerdict, DracoJudge, GroupResult, RolloutScore
-from rubricgym.judges.rubric import Criterion, Rubric, default_rubric_for, load_rubric
+from rubricgym.judges.rubric import Criterion, Rubric, load_rubric
 from rubricgym.judges.schemas import Verdict
 from rubricgym.judges.wrapper import JudgeRewardSpec, RubricJudgeReward
 
@@ -43,6 +43,5 @@ __all__ = [
     "RubricJudgeReward",
     "TransformersChatBackend",
     "Verdict",
-    "default_rubric_for",
     "load_rubric",
 ]

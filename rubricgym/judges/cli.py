@@ -20,6 +20,10 @@ from pathlib import Path
 from rubricgym.atomic_files import atomic_write_text
 from rubricgym.contract import Trajectory, load_jsonl
 from rubricgym.credit.draco import DracoVariant
+from rubricgym.judges.config import JudgeSettings
+from rubricgym.judges.pipeline import DracoJudge
+from rubricgym.judges.rubric import load_rubric
+from rubricgym.registration import judge_rubric
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="results JSON-lines file (one line per group)")
     parser.add_argument("--ledger", help="ledger JSON (default: <out>.ledger.json)")
     parser.add_argument("--variant", default="static/credit", help=f"one of {[v.value for v in DracoVariant]} or 'full'")
-    parser.add_argument("--rubric", help="static rubric file or packaged name (default: the benchmark's)")
+    parser.add_argument("--rubric", help="static rubric file (default: the benchmark's packaged one)")
     parser.add_argument("--group-size", type=int, default=None, help="split each task's trajectories into groups of N")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: RUBRICGYM_JUDGE_BASE_URL)")
     parser.add_argument("--model", help="judge model name (default: RUBRICGYM_JUDGE_MODEL)")
@@ -44,9 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-reasons", action="store_true", help="do not ask for a reason per verdict")
 
 
-def _settings(args: argparse.Namespace):
-    from rubricgym.judges.config import JudgeSettings
-
+def _settings(args: argparse.Namespace) -> JudgeSettings:
     overrides = {
         "base_url": args.base_url,
         "model": args.model,
@@ -79,9 +81,6 @@ def group_trajectories(trajs: list[Trajectory], group_size: int | None) -> list[
 
 
 def run(args: argparse.Namespace) -> int:
-    from rubricgym.judges.pipeline import DracoJudge
-    from rubricgym.judges.rubric import default_rubric_for, load_rubric
-
     try:
         variant = DracoVariant.parse(args.variant)
         trajs = load_jsonl(args.trajectories)
@@ -95,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print("rubricgym judge: no trajectories in the file", file=sys.stderr)
         return 2
     try:
-        rubric = load_rubric(args.rubric) if args.rubric else default_rubric_for(trajs[0].benchmark)
+        rubric = load_rubric(args.rubric) if args.rubric else judge_rubric(trajs[0].benchmark)
         settings = _settings(args)
     except (OSError, ValueError, LookupError) as exc:
         print(f"rubricgym judge: {exc}", file=sys.stderr)

@@ -21,6 +21,7 @@ from rubricgym.bounded_http import ReplyTooLarge, bounded_http_client
 from pydantic import BaseModel, ConfigDict, Field
 
 from rubricgym.judges.config import JudgeSettings, ResponseFormat
+from rubricgym.models import load_causal_lm
 
 __all__ = ["ChatBackend", "ChatReply", "ChatRequest", "JudgeTransportError", "OpenAIChatBackend", "TransformersChatBackend", "classify_transport_error", "retryable_transport_error"]
 
@@ -86,7 +87,7 @@ def _too_large(exc: BaseException) -> bool:
 
 def retryable_transport_error(exc: BaseException) -> bool:
     """Worth asking again: timeouts, connection errors, 429 and 5xx (not an oversized reply)."""
-    import openai
+    import openai  # optional: the judge extra
 
     if _too_large(exc):  # the same server would send the same body again
         return False
@@ -99,7 +100,7 @@ def retryable_transport_error(exc: BaseException) -> bool:
 
 def classify_transport_error(exc: BaseException) -> JudgeTransportError:
     """An openai/httpx failure as a ``JudgeTransportError`` whose kind names what happened."""
-    import openai
+    import openai  # optional: the judge extra
 
     if _too_large(exc):
         return JudgeTransportError("reply_too_large", "the reply body was over max_reply_bytes")
@@ -118,7 +119,7 @@ class OpenAIChatBackend:
     max_concurrency: int | None = None
 
     def __init__(self, settings: JudgeSettings):
-        import openai
+        import openai  # optional: the judge extra
 
         self.settings = settings
         secret = settings.api_key()  # read from the environment / key file now, kept only by the client
@@ -183,7 +184,7 @@ class OpenAIChatBackend:
         )
 
     def complete(self, request: ChatRequest) -> ChatReply:
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential  # optional: judge extra
 
         retrying = Retrying(
             retry=retry_if_exception(retryable_transport_error),
@@ -229,12 +230,6 @@ class TransformersChatBackend:
     @classmethod
     def from_loader(cls, name: str, device: str | None = None, **kwargs: Any) -> TransformersChatBackend:
         """Load through ``rubricgym.models`` ("smollm2", "tiny", or a local folder)."""
-        try:
-            from rubricgym.models import load_causal_lm
-        except ImportError as exc:
-            raise RuntimeError(
-                "rubricgym.models is not available; pass a (model, tokenizer) pair to TransformersChatBackend"
-            ) from exc
         model, tokenizer = load_causal_lm(name, device=device)
         return cls(model, tokenizer, model_id=kwargs.pop("model_id", f"local:{name}"), **kwargs)
 
@@ -253,7 +248,7 @@ class TransformersChatBackend:
         return ids
 
     def complete(self, request: ChatRequest) -> ChatReply:
-        import torch
+        import torch  # optional: the train extra
 
         with self._lock:
             try:

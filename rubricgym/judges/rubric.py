@@ -9,6 +9,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+__all__ = ["Criterion", "Rubric", "load_rubric"]
+
 _ID = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{0,63}")
 
 
@@ -48,28 +50,12 @@ class Rubric(BaseModel):
         return self
 
 
-def packaged_rubric_path(benchmark: str) -> Path:
-    """The static rubric a benchmark's plugin ships (its spec's ``judge_rubric``)."""
-    from rubricgym.registration import get_spec
-
-    spec = get_spec(benchmark)
-    if spec.judge_rubric is None:
-        raise LookupError(f"benchmark {spec.name} ships no judge rubric; pass a rubric file (see docs/draco.md)")
-    return Path(spec.judge_rubric)
-
-
-def load_rubric(path_or_name: str | Path) -> Rubric:
-    """A rubric from a YAML/JSON file, or a benchmark's packaged one by benchmark name
-    ("AppWorld", "alfworld": case-insensitive)."""
-    key = str(path_or_name)
-    path = Path(key)
+def load_rubric(path: str | Path) -> Rubric:
+    """A rubric from a YAML/JSON file (a benchmark's packaged one is its spec's
+    ``judge_rubric``: ``rubricgym.registration.judge_rubric(name)``)."""
+    path = Path(path)
     if not path.is_file():
-        from rubricgym.registration import UnknownBenchmark
-
-        try:
-            path = packaged_rubric_path(key)
-        except UnknownBenchmark:
-            raise FileNotFoundError(f"no rubric file {key!r} and no benchmark of that name ships one") from None
+        raise FileNotFoundError(f"no rubric file {str(path)!r}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -80,8 +66,3 @@ def load_rubric(path_or_name: str | Path) -> Rubric:
         return Rubric.model_validate(data)
     except ValueError as exc:
         raise ValueError(f"{path}: invalid rubric: {exc}") from exc
-
-
-def default_rubric_for(benchmark: str) -> Rubric:
-    """The packaged static rubric of a benchmark; a clear error when it ships none."""
-    return load_rubric(packaged_rubric_path(benchmark))

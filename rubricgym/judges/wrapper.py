@@ -19,8 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from rubricgym.contract import Trajectory, Transition
 from rubricgym.judges.config import JudgeSettings
 from rubricgym.judges.pipeline import DracoJudge
-from rubricgym.judges.rubric import Rubric, default_rubric_for, load_rubric
-from rubricgym.rewards import ComponentScore, RubricReward
+from rubricgym.judges.rubric import Rubric, load_rubric
+from rubricgym.rewards import ComponentScore, RewardContext, RubricReward
+
+__all__ = ["JudgeComponent", "JudgeRewardSpec", "RubricJudgeReward", "RubricSource"]
 
 RubricSource = Rubric | Callable[[Trajectory], Rubric]
 
@@ -69,7 +71,7 @@ class RubricJudgeReward(RubricReward):
     """A ``RubricReward`` with one judge component (``info["rubric"]["judge"]``, alias
     ``info["judge"]``)."""
 
-    def __init__(self, env: gym.Env, judge: DracoJudge, rubric: RubricSource | None = None,
+    def __init__(self, env: gym.Env[str, str], judge: DracoJudge, rubric: RubricSource | None = None,
                  keep_env_reward: bool = False):
         self.judge_component = JudgeComponent(judge, rubric, keep_env_reward=keep_env_reward)
         super().__init__(env, [(self.judge_component, 1.0)])
@@ -82,8 +84,8 @@ class RubricJudgeReward(RubricReward):
 class JudgeRewardSpec(BaseModel):
     """``gym.make(id, reward=JudgeRewardSpec(...))`` or in a list with other components.
 
-    ``rubric``: a rubric file or a benchmark name; default: the benchmark's packaged rubric
-    (a clear error when it ships none). ``judge``: a ready judge (e.g. a self-judge);
+    ``rubric``: a rubric file; default: the benchmark's packaged rubric (a clear error when
+    it ships none). ``judge``: a ready judge (e.g. a self-judge);
     default: an OpenAI-compatible judge from ``settings`` (or the RUBRICGYM_JUDGE_* environment).
     """
 
@@ -95,10 +97,13 @@ class JudgeRewardSpec(BaseModel):
     judge: DracoJudge | None = Field(None, exclude=True)
     keep_env_reward: bool = False
 
-    def component(self, env: gym.Env, benchmark: str) -> JudgeComponent:
-        rubric = load_rubric(self.rubric) if self.rubric else default_rubric_for(benchmark)
+    def component(self, env: gym.Env[str, str], context: RewardContext) -> JudgeComponent:
+        if self.rubric:
+            rubric = load_rubric(self.rubric)
+        elif context.judge_rubric is not None:
+            rubric = load_rubric(context.judge_rubric)
+        else:
+            raise LookupError(f"benchmark {context.benchmark} ships no judge rubric; pass a rubric file "
+                              "(see docs/draco.md)")
         judge = self.judge or DracoJudge.from_settings(self.settings, static_rubric=rubric)
         return JudgeComponent(judge, rubric=rubric, name=self.name, keep_env_reward=self.keep_env_reward)
-
-    def wrap(self, env: gym.Env, benchmark: str) -> RubricReward:
-        return RubricReward(env, [(self.component(env, benchmark), 1.0)])

@@ -6,6 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from rubricgym.report.build import write_report
+from rubricgym.report.sources import is_run_dir
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, help="a run folder (rubricgym train's output) or a trajectory .jsonl file")
@@ -18,9 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rubricgym.report.build import write_report
-    from rubricgym.report.sources import is_run_dir
-
     if not args.path.exists():
         print(f"rubricgym report: {args.path} does not exist", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from rubricgym.contract import Trajectory
+from rubricgym.jsonl import iter_json_lines
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
@@ -60,39 +61,27 @@ def read_metrics(path: Path, problems: list[str]) -> list[dict[str, Any]]:
     """Every JSON object line; the last line of a run being written may be partial."""
     if not path.is_file():
         return []
-    out = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            problems.append(f"{path.name}:{lineno}: not JSON, skipped")
-            continue
-        if isinstance(row, dict):
-            out.append(row)
-    return out
+    try:
+        return [row for _, row in iter_json_lines(path, what="a metrics record", errors="skip", problems=problems)]
+    except OSError as exc:
+        problems.append(f"{path.name}: unreadable ({exc})")
+        return []
 
 
 def read_trajectories(path: Path, problems: list[str], limit: int | None = None) -> list[Trajectory]:
     """Trajectories of a JSON-lines file; bad lines are counted, not fatal."""
     out: list[Trajectory] = []
     try:
-        fh = open(path, encoding="utf-8", errors="replace")
-    except OSError as exc:
-        problems.append(f"{path.name}: unreadable ({exc})")
-        return out
-    with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
+        for lineno, data in iter_json_lines(path, what="a trajectory", errors="skip", problems=problems):
             if limit is not None and len(out) >= limit:
                 problems.append(f"{path.name}: only the first {limit} trajectories are shown")
                 break
             try:
-                out.append(Trajectory.from_json_line(line))
+                out.append(Trajectory.model_validate(data))
             except ValueError as exc:
                 problems.append(f"{path.name}:{lineno}: not a trajectory ({type(exc).__name__}), skipped")
+    except OSError as exc:
+        problems.append(f"{path.name}: unreadable ({exc})")
     return out
 
 

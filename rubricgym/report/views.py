@@ -20,7 +20,10 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from rubricgym.contract import Trajectory
-from rubricgym.report.records import judge_record, operator_categories, trca_record, trca_step_reward
+from rubricgym.credit.estimators import get_estimator, group_step_advantages
+from rubricgym.credit.trca import DEFAULT_GAMMA, RolloutSignals, episode_advantages
+from rubricgym.records import JudgeRecord, TRCARecord, read_component, step_records
+from rubricgym.report.categories import operator_categories
 
 OBSERVATION_CHARS = 240
 RESPONSE_CHARS = 400
@@ -128,13 +131,11 @@ def _changed_facts(previous: Mapping[str, Any], current: Mapping[str, Any]) -> d
             if previous.get(k) != v and (isinstance(v, (bool, int, float)) or v)}
 
 
-def _fired(record: Mapping[str, Any] | None, categories: Mapping[str, str]) -> dict[str, list[str]]:
+def _fired(record: TRCARecord | None, categories: Mapping[str, str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = defaultdict(list)
-    judgments = (record or {}).get("judgments") or {}
-    if isinstance(judgments, Mapping):
-        for op_id, value in judgments.items():
-            if value:
-                out[categories.get(str(op_id), "operators")].append(str(op_id))
+    for op_id, value in (record.judgments if record is not None else {}).items():
+        if value:
+            out[categories.get(op_id, "operators")].append(op_id)
     return dict(out)
 
 
@@ -169,24 +170,34 @@ def _stored_tokens(meta: Mapping[str, Any], n: int) -> list[list[TokenCredit] | 
 def _judge_rows(trajectory: Trajectory) -> tuple[float | None, list[CriterionRow]]:
     """The judge's verdicts for this rollout: the last transition that carries a record (a
     judge reward wrapper), else the record a trainer stored in ``meta["judge"]`` (DRACO)."""
-    stored = trajectory.meta.get("judge")
-    records = chain((judge_record(t.info) for t in reversed(trajectory.transitions)),
-                    [dict(stored) if isinstance(stored, Mapping) else None])  # lazily: the first found wins
+    records = chain((_judge_record(t.info) for t in reversed(trajectory.transitions)),
+                    [_stored_judge(trajectory.meta.get("judge"))])  # lazily: the first found wins
     for record in records:
-        if record is None:
+        if record is None or record.pending:
             continue
-        texts = record.get("criteria") or {}
         rows = []
-        for v in record.get("verdicts") or []:
-            if not isinstance(v, Mapping):
-                continue
+        for v in record.verdicts:
             cid = str(v.get("criterion_id", v.get("id", "?")))
             steps = [int(s) for s in v.get("steps") or [] if isinstance(s, (int, float))]
-            rows.append(CriterionRow(id=cid, text=str(texts.get(cid, "")) if isinstance(texts, Mapping) else "",
-                                     verdict=str(v.get("verdict", "?")), steps=steps,
-                                     reason=excerpt(v.get("reason", ""), 300)))
-        return _float_or_none(record.get("reward")), rows
+            rows.append(CriterionRow(id=cid, text=record.criteria.get(cid, ""), verdict=str(v.get("verdict", "?")),
+                                     steps=steps, reason=excerpt(v.get("reason", ""), 300)))
+        return record.reward, rows
     return None, []
+
+
+def _judge_record(info: Mapping[str, Any]) -> JudgeRecord | None:
+    return step_records(info, strict=False).judge()
+
+
+def _stored_judge(stored: Any) -> JudgeRecord | None:
+    """The judge record a trainer stored in ``meta["judge"]`` (DRACO), if it reads as one."""
+    if not isinstance(stored, Mapping):
+        return None
+    try:
+        record = read_component("judge", stored)
+    except ValueError:
+        return None
+    return record if isinstance(record, JudgeRecord) else None
 
 
 def rollout_view(trajectory: Trajectory, label: str) -> RolloutView:
@@ -205,17 +216,17 @@ def rollout_view(trajectory: Trajectory, label: str) -> RolloutView:
         changed = _changed_facts(previous, facts) if t else {
             k: _fact_text(v) for k, v in tr.facts.model_dump(mode="json", exclude_defaults=True).items()}
         previous = facts
-        record = trca_record(tr.info)
-        categories = operator_categories(record.get("library"), trajectory.benchmark) if record else {}
+        record = step_records(tr.info, strict=False).trca()
+        categories = operator_categories(record.library, trajectory.benchmark) if record is not None else {}
         steps.append(StepView(
             index=tr.step, action=excerpt(tr.action.action or "", RESPONSE_CHARS),
             response=excerpt(tr.response, RESPONSE_CHARS),
             parse_error=None if tr.action.ok else (tr.action.error.value if tr.action.error else "unparsed"),
             observation=excerpt(tr.observation, OBSERVATION_CHARS), facts_changed=changed,
             fired=_fired(record, categories),
-            r_f=_float_or_none(record.get("r_F")) if record else None,
-            r_b=_float_or_none(record.get("r_B")) if record else None,
-            r_trca=trca_step_reward(record) if record else None,
+            r_f=record.r_F if record is not None else None,
+            r_b=record.r_B if record is not None else None,
+            r_trca=record.r_TRCA if record is not None else None,
             env_reward=tr.env_reward, advantage=stored[t], tokens=tokens[t],
             citations=cited.get(tr.step, []), error=tr.error,
         ))
@@ -226,9 +237,7 @@ def rollout_view(trajectory: Trajectory, label: str) -> RolloutView:
 
 
 # -- credit ----------------------------------------------------------------------------------
-def _signals(rollout: RolloutView, trajectory: Trajectory) -> Any:
-    from rubricgym.credit.trca import RolloutSignals
-
+def _signals(rollout: RolloutView, trajectory: Trajectory) -> RolloutSignals | None:
     if any(s.r_f is None or s.r_b is None or s.r_trca is None for s in rollout.steps):
         return None
     return RolloutSignals(r_f=[s.r_f for s in rollout.steps], r_b=[s.r_b for s in rollout.steps],
@@ -239,23 +248,18 @@ def _signals(rollout: RolloutView, trajectory: Trajectory) -> Any:
 
 def _gamma(trajectories: Sequence[Trajectory], configured: float | None) -> float:
     """The trainer's rule: the configured gamma, else the library's (from the records)."""
-    from rubricgym.credit.trca import DEFAULT_GAMMA
-
     if configured is not None:
         return float(configured)
     for traj in trajectories:
         for transition in traj.transitions:
-            record = trca_record(transition.info)
-            if record is not None and _float_or_none(record.get("gamma")) is not None:
-                return float(record["gamma"])
+            record = step_records(transition.info, strict=False).trca()
+            if record is not None and record.gamma is not None:
+                return record.gamma
     return DEFAULT_GAMMA
 
 
 def add_credit(rollouts: list[RolloutView], trajectories: Sequence[Trajectory], settings: CreditSettings) -> str:
     """Fill A_E and A_S of every step with the credit formulas; returns a note on how."""
-    from rubricgym.credit.estimators import get_estimator, group_step_advantages
-    from rubricgym.credit.trca import episode_advantages
-
     try:
         estimator = get_estimator(settings.estimator)
     except ValueError:

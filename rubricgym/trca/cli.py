@@ -1,8 +1,7 @@
 """``rubricgym library``: validate, show, generate, record trajectories for, test and diff
 TRCA operator libraries (docs/authoring.md walks through them in order).
 
-A LIBRARY argument is a file path or the name of a shipped library (``alfworld``, or a
-benchmark name / env id whose spec ships one).
+A LIBRARY argument is a file path, or a benchmark name / env id whose spec ships a library.
 """
 
 from __future__ import annotations
@@ -14,7 +13,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rubricgym.trca.library import read_library_file
+import yaml
+from pydantic import ValidationError
+
+from rubricgym.benchmark import BenchmarkSpec
+from rubricgym.contract import load_jsonl, save_jsonl
+from rubricgym.judges.config import JudgeSettings
+from rubricgym.registration import BenchmarkNotInstalled, UnknownBenchmark, get_spec, operator_library
+from rubricgym.trca.coverage import diff_libraries, format_diff, format_test_report, library_coverage
+from rubricgym.trca.generate import generate_library, read_interface
+from rubricgym.trca.library import OperatorLibrary, read_library_file
+from rubricgym.trca.recording import record_episodes
+from rubricgym.trca.validate import check_library
 
 LIBRARY_HELP = "operator library: a YAML file, or the shipped one by benchmark name or env id"
 
@@ -82,21 +92,17 @@ class CliError(Exception):
 
 
 def resolve_library(arg: str) -> Path:
-    """A library file path, or a shipped library by file name, benchmark name or env id."""
+    """A library file path, or the library a benchmark ships (by benchmark name or env id)."""
     path = Path(arg)
     if path.exists() or os.sep in arg:
         return path
-    from rubricgym.operator_libraries import library_path
-
     try:
-        return library_path(arg)
+        return operator_library(arg)
     except LookupError as exc:
         raise CliError(f"{arg!r} is neither a file nor a shipped library: {exc}") from None
 
 
-def _spec_for(env_id: str | None, data: dict[str, Any]) -> Any:
-    from rubricgym.registration import UnknownBenchmark, get_spec
-
+def _spec_for(env_id: str | None, data: dict[str, Any]) -> BenchmarkSpec:
     name = env_id or str(data.get("benchmark", ""))
     try:
         return get_spec(name)
@@ -106,8 +112,6 @@ def _spec_for(env_id: str | None, data: dict[str, Any]) -> Any:
 
 def _compiled(arg: str, env_id: str | None) -> tuple[Any, Any]:
     """(compiled library, spec) or CliError listing every validation problem."""
-    from rubricgym.trca.validate import check_library
-
     path = resolve_library(arg)
     try:
         data = read_library_file(path)
@@ -122,8 +126,6 @@ def _compiled(arg: str, env_id: str | None) -> tuple[Any, Any]:
 
 
 def _trajectories(paths: list[str]) -> list[Any]:
-    from rubricgym.contract import load_jsonl
-
     out = []
     for p in paths:
         try:
@@ -136,9 +138,6 @@ def _trajectories(paths: list[str]) -> list[Any]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from rubricgym.registration import get_spec
-    from rubricgym.trca.validate import check_library
-
     facts_model = binding_model = benchmark = None
     path = resolve_library(args.path)
     try:
@@ -164,9 +163,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
 
-    from rubricgym.trca.library import OperatorLibrary
 
     try:
         lib = OperatorLibrary.model_validate(read_library_file(resolve_library(args.path)))
@@ -196,12 +193,7 @@ def _env_kwargs(text: str) -> dict[str, Any]:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    import yaml
-    from pydantic import ValidationError
 
-    from rubricgym.judges.config import JudgeSettings
-    from rubricgym.registration import BenchmarkNotInstalled, UnknownBenchmark, get_spec
-    from rubricgym.trca.generate import generate_library, read_interface
 
     try:
         spec = get_spec(args.env_id)
@@ -252,10 +244,6 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from rubricgym.contract import save_jsonl
-    from rubricgym.registration import BenchmarkNotInstalled
-    from rubricgym.trca.recording import record_episodes
-
     def progress(n: int, total: int, trajectory: Any) -> None:
         print(f"[{n}/{total}] {trajectory.task_id}: {trajectory.num_steps} steps, success={trajectory.outcome.success}",
               file=sys.stderr, flush=True)
@@ -273,8 +261,6 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _test(args: argparse.Namespace) -> int:
-    from rubricgym.trca.coverage import format_test_report, library_coverage
-
     compiled, spec = _compiled(args.path, args.env_id)
     report = library_coverage(compiled, _trajectories(args.trajectories), spec.binding_model)
     print(report.model_dump_json(indent=2) if args.json else format_test_report(report))
@@ -282,8 +268,6 @@ def _test(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from rubricgym.trca.coverage import diff_libraries, format_diff
-
     a, spec = _compiled(args.a, args.env_id)
     b, _ = _compiled(args.b, args.env_id or spec.name)
     diff = diff_libraries(a, b, _trajectories(args.trajectories), spec.binding_model)

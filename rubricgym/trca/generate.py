@@ -23,13 +23,21 @@ from contextlib import contextmanager
 from importlib import resources
 from typing import Any
 
+import cel
+import gymnasium as gym
 from pydantic import BaseModel, Field, ValidationError
 
-from rubricgym.benchmark import BenchmarkSpec, model_ref
+from rubricgym.benchmark import BenchmarkSpec
+from rubricgym.contract import model_ref
 from rubricgym.credit.trca import CATEGORIES
+from rubricgym.judges.cache import ResponseCache
+from rubricgym.judges.client import ChatRequest, OpenAIChatBackend
 from rubricgym.judges.config import JudgeSettings
 from rubricgym.judges.ledger import Ledger
 from rubricgym.judges.prompts import data_block, render_template
+from rubricgym.judges.structured import StructuredCaller, extract_json_object
+from rubricgym.registration import get_spec
+from rubricgym.trca.operators import find_references
 from rubricgym.trca.validate import LibraryProblem, check_library
 
 DEFAULT_PER_CATEGORY = 5
@@ -142,12 +150,6 @@ def read_interface(env_id: str, count: int = 2, env_kwargs: dict[str, Any] | Non
                    max_chars: int = 1200) -> EnvInterface:
     """The action grammar and real resets of ``env_id`` (``gym.make`` + ``reset``) on its first
     ``count`` tasks, with the facts after one expert step where the benchmark has an expert."""
-    import gymnasium as gym
-
-    import rubricgym  # noqa: F401  (registers the env ids)
-    from rubricgym.demo import render
-    from rubricgym.registration import get_spec
-
     spec = get_spec(env_id)
     expert = spec.load_expert()
     env = gym.make(env_id, reward="none", **(env_kwargs or {}))
@@ -159,7 +161,7 @@ def read_interface(env_id: str, count: int = 2, env_kwargs: dict[str, Any] | Non
             after = None
             plan = list(expert(base.adapter)) if expert is not None else []
             if plan:
-                _, _, _, _, step_info = env.step(render(base.adapter.grammar, plan[0]))
+                _, _, _, _, step_info = env.step(base.adapter.grammar.render(plan[0]))
                 facts = step_info["transition"].facts
                 defaults = type(facts)()
                 after = {"action": step_info["transition"].action.action,
@@ -249,10 +251,6 @@ class GenerationResult(BaseModel):
 def to_operator(op: GeneratedOperator, category: str) -> dict[str, Any]:
     """A library operator from an answer; ``reads``/``needs`` are derived from the condition
     (they only restate what it reads), nothing else is changed."""
-    import cel
-
-    from rubricgym.trca.operators import find_references
-
     reads: list[str] = []
     needs: list[str] = []
     try:
@@ -322,10 +320,6 @@ def generate_library(
     progress: Callable[[str], None] | None = None,
 ) -> GenerationResult:
     """Ask, validate, re-ask for the rejected operators; at most ``max_attempts`` calls."""
-    from rubricgym.judges.cache import ResponseCache
-    from rubricgym.judges.client import ChatRequest, OpenAIChatBackend
-    from rubricgym.judges.structured import StructuredCaller
-
     if per_category < 1 or max_attempts < 1:
         raise ValueError("per_category and max_attempts must be >= 1")
     say = progress or (lambda _text: None)
@@ -434,8 +428,6 @@ def _account(attempt: Attempt, ledger: Ledger, k: int) -> None:
 
 def parse_answer(text: str) -> GeneratedOperators:
     """An answer as the loop reads it (for tests and tools that replay stored answers)."""
-    from rubricgym.judges.structured import extract_json_object
-
     try:
         return GeneratedOperators.model_validate(extract_json_object(text))
     except ValidationError as exc:

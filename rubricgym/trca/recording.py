@@ -15,8 +15,11 @@ import random
 from collections.abc import Callable
 from typing import Any, Literal
 
+import gymnasium as gym
+
 from rubricgym.contract import Trajectory
 from rubricgym.parsing import TagGrammar
+from rubricgym.registration import get_spec
 
 Policy = Literal["expert", "fuzz"]
 NONSENSE_COMMAND = "fly to the moon"
@@ -26,24 +29,22 @@ def _fuzz_response(grammar: TagGrammar, rng: random.Random, previous: str | None
                    step: int) -> tuple[str, str | None]:
     """One bad (or aimless) response and the command it carries, if any (the first five steps
     go through the mistakes in order; later ones are drawn from the mix)."""
-    from rubricgym.demo import render
-
     tag = grammar.action_tags[0]
     choices: list[tuple[str, str | None]] = [
         ("I am not sure what to do next.", None),  # no action tag: parse failure
         (f"<{tag}></{tag}>", None),  # an empty action
-        (render(grammar, NONSENSE_COMMAND), NONSENSE_COMMAND),  # parses; no engine knows it
-        (render(grammar, "look") + render(grammar, "look"), None),  # two actions in one response
+        (grammar.render(NONSENSE_COMMAND), NONSENSE_COMMAND),  # parses; no engine knows it
+        (grammar.render("look") + grammar.render("look"), None),  # two actions in one response
     ]
     if step < len(choices):
-        return choices[step] if step != 3 else (render(grammar, NONSENSE_COMMAND), NONSENSE_COMMAND)
+        return choices[step] if step != 3 else (grammar.render(NONSENSE_COMMAND), NONSENSE_COMMAND)
     if step == len(choices):
         return choices[3]
     if previous is not None:
-        choices.append((render(grammar, previous), previous))  # the same command again
+        choices.append((grammar.render(previous), previous))  # the same command again
     if admissible:
         pick = rng.choice(sorted(admissible))
-        choices += [(render(grammar, pick), pick)] * 2  # aimless but valid
+        choices += [(grammar.render(pick), pick)] * 2  # aimless but valid
     return rng.choice(choices)
 
 
@@ -64,12 +65,6 @@ def record_episodes(
     (default: the env's limit) responses from the mix above, and always starts with the
     fuzz repertoire in order (no tag, empty tag, unknown command, the same again, two actions), so
     short episodes still show each kind of mistake."""
-    import gymnasium as gym
-
-    import rubricgym  # noqa: F401  (registers the env ids)
-    from rubricgym.demo import render
-    from rubricgym.registration import get_spec
-
     spec = get_spec(env_id)
     expert = spec.load_expert() if policy == "expert" else None
     if policy == "expert" and expert is None:
@@ -88,7 +83,7 @@ def record_episodes(
             _, info = env.reset(seed=seed + n, options={"task_id": task_id})
             grammar = base.adapter.grammar
             if expert is not None:
-                responses: list[str] | None = [render(grammar, a) for a in expert(base.adapter)]
+                responses: list[str] | None = [grammar.render(a) for a in expert(base.adapter)]
             else:
                 responses = None
             rng = random.Random(seed * 1_000_003 + n)

@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from rubricgym.adapter import TaskBinding
-from rubricgym.contract import Facts
+from rubricgym.contract import Facts, registered_model, registered_model_refs
 from rubricgym.credit.trca import CATEGORIES, COVERABLE_CATEGORIES
 from rubricgym.trca.cost import condition_cost
 from rubricgym.trca.library import OperatorLibrary, read_library_file
@@ -48,18 +48,13 @@ def resolve_model(ref: str, base: type) -> type:
     Only models of registered benchmarks (built in or installed plugins) resolve; anything
     else is refused *without importing it*: a library file must never make rubricgym import
     (and so run) code of its choosing."""
-    from rubricgym.benchmark import model_ref
-    from rubricgym.registration import BENCHMARKS, discover
-
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"model reference {ref!r} must look like 'package.module:ClassName'")
-    discover()
-    known = {model_ref(m): m for spec in BENCHMARKS.values() for m in (spec.facts_model, spec.binding_model)}
-    model = known.get(ref)
+    model = registered_model(ref)
     if model is None:
         raise ValueError(f"model {ref!r} is not the facts or binding model of a registered benchmark "
-                         f"(registered: {sorted(known)}); it was not imported")
+                         f"(registered: {registered_model_refs()}); it was not imported")
     if not issubclass(model, base):
         raise ValueError(f"model {ref!r} is not a subclass of {base.__name__}")
     return model

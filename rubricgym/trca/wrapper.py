@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,14 @@ import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rubricgym.adapter import Adapter
 from rubricgym.contract import Transition
 from rubricgym.credit.trca import trca_rewards
-from rubricgym.rewards import ComponentScore, RubricReward
+from rubricgym.rewards import ComponentScore, RewardContext, RubricReward
 from rubricgym.trca.library import Budgets
 from rubricgym.trca.operators import CompiledLibrary, EpisodeJudge, as_mapping
 from rubricgym.trca.validate import load_library
+
+__all__ = ["TRCAComponent", "TRCAConfig", "TRCAReward", "library_for"]
 
 
 class TRCAConfig(BaseModel):
@@ -40,34 +40,18 @@ class TRCAConfig(BaseModel):
         True, description="step reward = r_TRCA + env reward (the summand of the completion-aware return)"
     )
 
-    def component(self, env: gym.Env, benchmark: str) -> TRCAComponent:
-        return TRCAComponent(_library_for(env, self, benchmark), self)
-
-    def wrap(self, env: gym.Env, benchmark: str) -> TRCAReward:
-        return TRCAReward(env, self, benchmark=benchmark)
+    def component(self, env: gym.Env[str, str], context: RewardContext) -> TRCAComponent:
+        return TRCAComponent(library_for(self, context), self)
 
 
-def _library_for(env: gym.Env, config: TRCAConfig, benchmark: str | None) -> CompiledLibrary:
-    """The library named by the config, else the benchmark's shipped one (from its spec)."""
-    from rubricgym.registration import get_spec
-
-    adapter = getattr(env.unwrapped, "adapter", None)
-    bench = benchmark or getattr(adapter, "benchmark", None)
-    facts_model = adapter.facts_model if isinstance(adapter, Adapter) else None
-    binding_model = adapter.binding_model if isinstance(adapter, Adapter) else None
-    source: str | os.PathLike[str]
-    if config.library is not None:
-        source = config.library
-    else:
-        if bench is None:
-            raise ValueError("TRCA: no library given and the env does not say its benchmark")
-        spec = get_spec(bench)
-        if spec.operator_library is None:
-            raise LookupError(f"no operator library ships for {spec.name}; pass reward='none' or a library path "
-                              "(see docs/authoring.md)")
-        source = spec.operator_library
-        facts_model, binding_model = facts_model or spec.facts_model, binding_model or spec.binding_model
-    return load_library(source, facts_model, binding_model, benchmark=bench)
+def library_for(config: TRCAConfig, context: RewardContext) -> CompiledLibrary:
+    """The library the config names, else the benchmark's shipped one (its spec's), checked
+    against the benchmark's models (without a benchmark: the models the library names)."""
+    source = config.library if config.library is not None else context.operator_library
+    if source is None:
+        raise LookupError(f"no operator library ships for {context.benchmark}; pass reward='none' or a library path "
+                          "(see docs/authoring.md)")
+    return load_library(source, context.facts_model, context.binding_model, benchmark=context.benchmark or None)
 
 
 class TRCAComponent:
@@ -135,12 +119,17 @@ class TRCAComponent:
 
 class TRCAReward(RubricReward):
     """A ``RubricReward`` with one TRCA component (``info["rubric"]["trca"]``, alias
-    ``info["trca"]``). Step reward = r_TRCA (+ the env's own reward when kept)."""
+    ``info["trca"]``). Step reward = r_TRCA (+ the env's own reward when kept). The library
+    is ``library``, else the one ``config`` names or ``context`` ships."""
 
-    def __init__(self, env: gym.Env, config: TRCAConfig | None = None, library: CompiledLibrary | None = None,
-                 benchmark: str | None = None):
+    def __init__(self, env: gym.Env[str, str], config: TRCAConfig | None = None,
+                 library: CompiledLibrary | None = None, context: RewardContext | None = None):
         config = config or TRCAConfig()
-        component = TRCAComponent(library or _library_for(env, config, benchmark), config)
+        if library is None:
+            if context is None and config.library is None:
+                raise ValueError("TRCAReward needs a library: pass library=, TRCAConfig(library=PATH) or context=")
+            library = library_for(config, context or RewardContext(benchmark=""))
+        component = TRCAComponent(library, config)
         super().__init__(env, [(component, 1.0)])
         self.trca = component
 
