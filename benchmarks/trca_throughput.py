@@ -30,8 +30,9 @@ import gymnasium as gym
 import numpy as np
 
 import rubricgym  # noqa: F401
-from rubricgym.credit.trca import RolloutSignals, trca_group_advantages
-from rubricgym.operator_libraries import library_path
+from rubricgym.credit.estimators import group_step_advantages
+from rubricgym.credit.trca import RolloutSignals
+from rubricgym.registration import get_spec, operator_library
 from rubricgym.trca import TRCAReward, load_library
 from rubricgym.trca.operators import reference_judgments
 
@@ -55,7 +56,7 @@ def collect(games: int) -> tuple[list[tuple[dict, list[dict]]], float, float, in
     (binding, facts as plain dicts), total wrapped step time, and the inner (raw) step time."""
     raw = gym.make("ALFWorld-Rubric-v0", reward="none").unwrapped
     timed = TimedStep(raw)
-    env = TRCAReward(timed, benchmark="ALFWorld")
+    env = TRCAReward(timed, context=get_spec("ALFWorld").reward_context())
     episodes, total, steps = [], 0.0, 0
     for task in raw.adapter.task_ids()[:games]:
         _, info = env.reset(seed=0, options={"task_id": task})
@@ -208,7 +209,7 @@ def group_credit_seconds(repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
-        trca_group_advantages(group)
+        group_step_advantages("trca", group)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
@@ -224,7 +225,7 @@ def main() -> int:
     from rubricgym.adapters.alfworld.facts import ALFWorldFacts
 
     recorded, wrapped_s, inner_s, steps = collect(args.games)
-    lib = load_library(library_path("ALFWorld"))
+    lib = load_library(operator_library("ALFWorld"))
     episodes, unique_share = distinct_episodes(recorded, args.replays, ALFWorldFacts, lib.fact_fields)
     jps_wall, jps = judgments_per_second(lib, episodes, args.repeat)
     reference = episodes[: len(recorded)]  # one replay is enough for the slow path

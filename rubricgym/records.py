@@ -73,9 +73,13 @@ class TRCARecord(ComponentRecord):
 
     @model_validator(mode="before")
     @classmethod
-    def _legacy_reward(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and "reward" not in data and "r_TRCA" in data:
-            return {**data, "reward": data["r_TRCA"]}  # records written before "reward" existed
+    def _reward_is_r_trca(cls, data: Any) -> Any:
+        """The step reward and r_TRCA are one number; files of either age carry one or both."""
+        if isinstance(data, Mapping):
+            if "reward" not in data and "r_TRCA" in data:
+                return {**data, "reward": data["r_TRCA"]}
+            if "r_TRCA" not in data and "reward" in data:
+                return {**data, "r_TRCA": data["reward"]}
         return data
 
 
@@ -91,7 +95,7 @@ class JudgeRecord(ComponentRecord):
 
 
 def _kind(record: Mapping[str, Any]) -> type[ComponentRecord]:
-    if isinstance(record.get("judgments"), Mapping) and "r_F" in record:
+    if isinstance(record.get("judgments"), Mapping):
         return TRCARecord
     if isinstance(record.get("verdicts"), list) or record.get("pending") is True:
         return JudgeRecord

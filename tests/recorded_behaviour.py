@@ -20,6 +20,7 @@ import gymnasium as gym
 
 import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.credit import group_step_advantages
+from rubricgym.demo import scripted_responses
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recorded_behaviour.json"
 ESTIMATORS = ("grpo", "trca", "trca_no_rf", "trca_no_rb")
@@ -53,11 +54,9 @@ GROUPS: dict[str, dict[str, Any]] = {
 
 def _responses_for(env: gym.Env, spec: dict[str, Any]) -> list[list[str]]:
     """Three response lists: the expert plan, the plan with mistakes, junk."""
-    from rubricgym.demo import render, scripted_responses
-
     adapter = env.unwrapped.adapter
     plan = rubricgym.get_spec(adapter.benchmark).load_expert()(adapter)
-    return [[render(adapter.grammar, a) for a in plan], scripted_responses(adapter.grammar, plan)[:6], list(JUNK)]
+    return [[adapter.grammar.render(a) for a in plan], scripted_responses(adapter.grammar, plan)[:6], list(JUNK)]
 
 
 def _plain(value: Any) -> Any:

@@ -8,7 +8,7 @@ import copy
 import pytest
 import yaml
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
-from rubricgym.operator_libraries import library_path
+from rubricgym.registration import operator_library
 
 from rubricgym.contract import ParsedAction, Trajectory, Transition
 from rubricgym.trca import load_library
@@ -39,11 +39,11 @@ def trajectories() -> list[Trajectory]:
 
 @pytest.fixture
 def shipped() -> dict:
-    return yaml.safe_load(library_path("alfworld").read_text())
+    return yaml.safe_load(operator_library("ALFWorld").read_text())
 
 
 def test_counts_places_and_flags(trajectories):
-    lib = load_library(library_path("alfworld"), ALFWorldFacts, ALFWorldBinding)
+    lib = load_library(operator_library("ALFWorld"), ALFWorldFacts, ALFWorldBinding)
     report = library_coverage(lib, trajectories, ALFWorldBinding)
     by_id = {o.id: o for o in report.operators}
     assert (report.episodes, report.steps) == (2, 4)
@@ -70,7 +70,7 @@ def test_an_operator_firing_on_every_step_is_flagged(trajectories, shipped):
 
 
 def test_diff_of_equal_libraries_is_empty_and_an_added_operator_shows(trajectories, shipped):
-    a = load_library(library_path("alfworld"), ALFWorldFacts, ALFWorldBinding)
+    a = load_library(operator_library("ALFWorld"), ALFWorldFacts, ALFWorldBinding)
     assert diff_libraries(a, a, trajectories).steps_detail == []
     data = copy.deepcopy(shipped)
     data["operators"] = [o for o in data["operators"] if o["id"] != "parse_failure"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from requirements_guard import need
-from rubricgym.operator_libraries import library_path
+from rubricgym.registration import operator_library
 from scripted_llm import ScriptedLLM
 
 from rubricgym.cli import main
@@ -24,7 +24,7 @@ KEY = "sk-generate-test-not-a-real-key"
 
 def shipped_operator(op_id: str) -> dict:
     """An operator of the shipped library as the model would answer it (no category/reads/needs)."""
-    data = yaml.safe_load(library_path("alfworld").read_text())
+    data = yaml.safe_load(operator_library("ALFWorld").read_text())
     op = next(o for o in data["operators"] if o["id"] == op_id)
     return {"id": op["id"], "description": op["description"], "condition": op["condition"],
             "examples": [{k: v for k, v in ex.items() if k in ("expected", "facts", "binding", "coverage")}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from requirements_guard import need
-from rubricgym.operator_libraries import library_path
+from rubricgym.registration import operator_library
 
 from rubricgym.contract import load_jsonl, save_jsonl
 
@@ -34,7 +34,6 @@ def expert_file(tmp_path_factory) -> Path:
     import gymnasium as gym
 
     import rubricgym  # noqa: F401
-    from rubricgym.demo import render
     from rubricgym.registration import get_spec
 
     expert = get_spec(ENV).load_expert()
@@ -46,7 +45,7 @@ def expert_file(tmp_path_factory) -> Path:
             task = next(t for t in tasks if t.startswith(kind))
             env.reset(seed=0, options={"task_id": task})
             for action in expert(env.unwrapped.adapter):
-                *_, term, trunc, _ = env.step(render(env.unwrapped.adapter.grammar, action))
+                *_, term, trunc, _ = env.step(env.unwrapped.adapter.grammar.render(action))
                 if term or trunc:
                     break
             trajectories.append(env.unwrapped.trajectory.model_copy(deep=True))
@@ -70,7 +69,7 @@ def fuzz_file(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def shipped() -> dict:
-    return yaml.safe_load(library_path("alfworld").read_text())
+    return yaml.safe_load(operator_library("ALFWorld").read_text())
 
 
 def report(*args: str) -> dict:
@@ -167,7 +166,7 @@ def test_diff_shows_where_an_edit_changes_the_judgments(expert_file, weak_librar
 
 
 def test_diff_of_a_library_with_itself_agrees(expert_file):
-    result = cli("diff", "alfworld", str(library_path("alfworld")), "--trajectories", str(expert_file))
+    result = cli("diff", "alfworld", str(operator_library("ALFWorld")), "--trajectories", str(expert_file))
     assert result.returncode == 0 and "the libraries agree on every step" in result.stdout
 
 

@@ -9,7 +9,8 @@ import pytest
 
 import rubricgym
 from rubricgym.adapter import TaskBinding
-from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec, load_ref, model_ref
+from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec, load_ref
+from rubricgym.contract import model_ref
 from rubricgym.contract import Facts
 from rubricgym.registration import (
     BENCHMARKS,

@@ -27,7 +27,6 @@ from requirements_guard import in_ci
 
 import rubricgym  # noqa: F401  (registers the ids)
 from rubricgym.benchmark import load_ref
-from rubricgym.demo import render
 from rubricgym.process_state import DOCUMENTED_IMPORT_SETTINGS, preserved_process_state
 from rubricgym.registration import env_ids, get_spec
 
@@ -73,7 +72,7 @@ def _expert_or_fallback(env: gym.Env, benchmark: str) -> str:
     adapter = env.unwrapped.adapter
     spec = get_spec(benchmark)
     plan = list(load_ref(spec.expert)(adapter)) if spec.expert else []
-    return render(adapter.grammar, plan[0] if plan else "look")
+    return adapter.grammar.render(plan[0] if plan else "look")
 
 
 def probe(env_id: str, workdir: Path) -> dict:

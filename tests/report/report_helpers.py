@@ -17,17 +17,10 @@ HTML = '<img src="http://127.0.0.1:9/x.png" onerror="window.pwned = 2"><b>bold?<
 def store_advantages(group: list[Trajectory], estimator: str = "trca") -> list[Trajectory]:
     """What the trainer stores per rollout: ``meta.step_advantages`` (one value per step,
     the TRCA group advantages here) and ``meta.token_advantages`` for the action text."""
-    from rubricgym.credit.trca import RolloutSignals, trca_group_advantages
-    from rubricgym.report.records import trca_record
+    from rubricgym.credit.estimators import group_step_advantages
+    from rubricgym.records import rollout_signals
 
-    signals = []
-    for traj in group:
-        records = [trca_record(t.info) for t in traj.transitions]
-        signals.append(RolloutSignals(r_f=[r["r_F"] for r in records], r_b=[r["r_B"] for r in records],
-                                      r_trca=[r["r_TRCA"] for r in records],
-                                      env_rewards=[t.env_reward for t in traj.transitions],
-                                      context_keys=[t.context_key for t in traj.transitions]))
-    advantages = trca_group_advantages(signals, estimator=estimator)
+    advantages = group_step_advantages(estimator, [rollout_signals(traj.transitions) for traj in group])
     out = []
     for member, (traj, adv) in enumerate(zip(group, advantages, strict=True)):
         tokens = [[[word + " ", float(a)] for word in (t.action.action or "").split()] for t, a in

@@ -14,7 +14,8 @@ from rubricgym.cli import main as cli_main
 from rubricgym.contract import Facts, Outcome, ParsedAction, Trajectory, Transition, save_jsonl
 from rubricgym.report import build_report, render, write_report
 from rubricgym.report.plots import curve_svg
-from rubricgym.report.records import component, judge_record, operator_categories, trca_record
+from rubricgym.records import step_records
+from rubricgym.report.categories import operator_categories
 from rubricgym.report.sources import sample_evenly
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -23,15 +24,16 @@ SVG = "{http://www.w3.org/2000/svg}"
 def test_new_record_layout_is_read_first_and_the_old_one_still_works():
     new = {"reward": 0.2, "r_F": 0.1, "r_B": 0.3, "judgments": {"a": 1}, "library": "lib"}
     old = {"r_TRCA": 0.5, "r_F": 0.5, "r_B": 0.5, "judgments": {"a": 0}, "library": "lib"}
-    assert trca_record({"rubric": {"trca": new}, "trca": old}) == new
-    assert trca_record({"trca": old}) == old
-    assert trca_record({"rubric": {"my_trca": new}}) == new  # any component with judgments
-    assert trca_record({"rubric": {"judge": {"verdicts": []}}}) is None
+    assert step_records({"rubric": {"trca": new}, "trca": old}).trca().r_F == 0.1
+    assert step_records({"trca": old}).trca().r_TRCA == step_records({"trca": old}).trca().reward == 0.5
+    assert step_records({"rubric": {"my_trca": new}}).trca().name == "my_trca"  # any component with judgments
+    assert step_records({"rubric": {"my_trca": new}}).trca().r_TRCA == 0.2
+    assert step_records({"rubric": {"judge": {"verdicts": []}}}).trca() is None
     verdicts = {"reward": 1.0, "verdicts": [], "criteria": {}}
-    assert judge_record({"rubric": {"judge": verdicts}}) == verdicts
-    assert judge_record({"judge": verdicts}) == verdicts
-    assert component({"rubric": "not a mapping", "trca": old}, "trca") == old
-    assert component({}, "trca") is None
+    assert step_records({"rubric": {"judge": verdicts}}).judge().reward == 1.0
+    assert step_records({"judge": verdicts}).judge().reward == 1.0
+    assert step_records({"rubric": "not a mapping", "trca": old}).trca().r_F == 0.5
+    assert step_records({}).components == {}
 
 
 def test_operator_categories_come_from_the_library_file():

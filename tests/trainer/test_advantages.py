@@ -7,7 +7,8 @@ import pytest
 
 from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.credit.grpo import grpo_advantages
-from rubricgym.credit.trca import RolloutSignals, trca_group_advantages
+from rubricgym.credit.estimators import group_step_advantages
+from rubricgym.credit.trca import RolloutSignals
 from rubricgym.trainers.advantages import ESTIMATOR_NAMES, MissingRewardSignal, assign_advantages
 from rubricgym.trainers.rollout import Rollout, StepSample
 
@@ -30,11 +31,12 @@ def _group():
 def test_trca_puts_its_credit_on_action_tokens_only():
     group = _group()
     assign_advantages([group], "trca", gamma=0.95)
-    expected = trca_group_advantages(
+    expected = group_step_advantages(
+        "trca",
         [RolloutSignals(r_f=[s.info["rubric"]["trca"]["r_F"] for s in r.steps], r_b=[s.info["rubric"]["trca"]["r_B"] for s in r.steps],
                         env_rewards=[s.env_reward for s in r.steps], context_keys=[s.context_key for s in r.steps],
                         r_trca=[s.info["rubric"]["trca"]["r_TRCA"] for s in r.steps]) for r in group],
-        estimator="trca", gamma=0.95)
+        gamma=0.95)
     for rollout, values in zip(group, expected):
         for step, value in zip(rollout.steps, values):
             adv, mask = np.array(step.token_advantages), np.array(step.loss_mask)
@@ -172,14 +174,15 @@ def test_one_estimator_registry_serves_config_trainer_and_docs():
 def test_gamma_has_one_source_the_library_unless_the_config_overrides_it(caplog):
     """The TRCA record carries the library's gamma; the trainer uses it by default, and a
     configured gamma overrides it with a warning naming both."""
-    from rubricgym.credit.trca import trca_group_step_advantages, signals_from_steps
+    from rubricgym.credit.trca import trca_group_step_advantages
+    from rubricgym.records import rollout_signals
 
     group = _group()
     for rollout in group:
         for step in rollout.steps:
             step.info["rubric"]["trca"]["gamma"] = 0.5
     assign_advantages([group], "trca")
-    want = trca_group_step_advantages([signals_from_steps(r.steps) for r in group], gamma=0.5)
+    want = trca_group_step_advantages([rollout_signals(r.steps) for r in group], gamma=0.5)
     got = [[s.token_advantages[s.action_tokens[0]] for s in r.steps if s.action_tokens] for r in group]
     assert got[0] == pytest.approx(list(want[0]))
     with caplog.at_level("WARNING"):

@@ -125,7 +125,11 @@ def make_trca_word_env(max_steps: int = 2, num_tasks: int = 4):
     """The word task with a TRCA operator library attached (for estimator studies)."""
     from pathlib import Path
 
+    from rubricgym.rewards import RewardContext
     from rubricgym.trca import TRCAConfig
 
-    env = RubricEnv(ExpertWordAdapter(num_tasks=num_tasks), max_steps=max_steps)
-    return TRCAConfig(library=Path(__file__).with_name("word_library.yaml")).wrap(env, "WordPickExpert")
+    adapter = ExpertWordAdapter(num_tasks=num_tasks)
+    context = RewardContext(benchmark=adapter.benchmark, facts_model=adapter.facts_model,
+                            binding_model=adapter.binding_model)
+    env = RubricEnv(adapter, max_steps=max_steps)
+    return TRCAReward(env, TRCAConfig(library=Path(__file__).with_name("word_library.yaml")), context=context)

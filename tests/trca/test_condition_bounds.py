@@ -11,12 +11,13 @@ import pytest
 import yaml
 
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
-from rubricgym.operator_libraries import library_path, shipped_libraries
+from rubricgym.operator_libraries import shipped_libraries
+from rubricgym.registration import operator_library
 from rubricgym.trca import check_library, load_library
 from rubricgym.trca.cost import MAX_BOUND, MAX_DEPTH, condition_cost
 from rubricgym.trca.operators import reference_judgments
 
-ALFWORLD = library_path("ALFWorld")
+ALFWORLD = operator_library("ALFWorld")
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from rubricgym.credit.estimators import group_step_advantages
 from rubricgym.credit.grpo import grpo_step_advantages, standardize
 from rubricgym.credit.trca import (
     CATEGORIES,
@@ -18,7 +19,6 @@ from rubricgym.credit.trca import (
     item_weights,
     step_advantages,
     trca_advantages,
-    trca_group_advantages,
     trca_rewards,
 )
 
@@ -182,14 +182,14 @@ def test_estimators_by_name(lengths, data):
                                        context_keys=[f"s{t % 2}" for t in range(n)]))
     envs = [r.env_rewards for r in rollouts]
     keys = [r.context_keys for r in rollouts]
-    no_rf = trca_group_advantages(rollouts, "trca_no_rf")
-    no_rb = trca_group_advantages(rollouts, "trca_no_rb")
-    full = trca_group_advantages(rollouts, "trca", lam=0.8)
+    no_rf = group_step_advantages("trca_no_rf", rollouts)
+    no_rb = group_step_advantages("trca_no_rb", rollouts)
+    full = group_step_advantages("trca", rollouts, lam=0.8)
     for got, step in ((no_rf, [r.r_b for r in rollouts]), (no_rb, [r.r_f for r in rollouts]),
                       (full, [0.2 * r.r_f + 0.8 * r.r_b for r in rollouts])):
         want = trca_advantages(envs, step, keys)
         assert all(np.allclose(a, b) for a, b in zip(got, want))
-    grpo = trca_group_advantages(rollouts, "grpo")
+    grpo = group_step_advantages("grpo", rollouts)
     want = grpo_step_advantages([e.sum() for e in envs], lengths)
     assert all(np.array_equal(a, b) and np.all(a == a[0]) for a, b in zip(grpo, want))
 
@@ -197,9 +197,9 @@ def test_estimators_by_name(lengths, data):
 def test_unknown_estimator_and_bad_shapes_raise():
     r = RolloutSignals(r_f=[0.0], r_b=[0.0], env_rewards=[1.0], context_keys=["a"])
     with pytest.raises(ValueError, match="unknown advantage estimator 'ppo'"):
-        trca_group_advantages([r], "ppo")
+        group_step_advantages("ppo", [r])
     with pytest.raises(ValueError, match="needs a judge"):
-        trca_group_advantages([r], "draco")
+        group_step_advantages("draco", [r])
     with pytest.raises(ValueError, match="shape"):
         RolloutSignals(r_f=[0.0, 1.0], r_b=[0.0], env_rewards=[1.0], context_keys=["a"])
     with pytest.raises(ValueError, match="lambda"):

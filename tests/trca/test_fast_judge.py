@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
 from rubricgym.credit.trca import coverage
-from rubricgym.operator_libraries import library_path
+from rubricgym.registration import operator_library
 from rubricgym.trca import load_library
 from rubricgym.trca.library import OperatorLibrary
 from rubricgym.trca.operators import BATCH_SIZE, CompiledLibrary, find_references, reference_judgments
 
-ALFWORLD = library_path("ALFWorld")
+ALFWORLD = operator_library("ALFWorld")
 
 # Conditions that err or return non-Booleans on some data (a validated library would refuse
 # most of them; the judge must still agree with the straightforward path on them).

@@ -14,12 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
-from rubricgym.operator_libraries import library_path, shipped_libraries
+from rubricgym.operator_libraries import shipped_libraries
+from rubricgym.registration import operator_library
 from rubricgym.registration import BENCHMARKS
 from rubricgym.trca import LibraryError, check_library, load_library
 
 ROOT = Path(__file__).resolve().parents[2]
-ALFWORLD = library_path("ALFWorld")
+ALFWORLD = operator_library("ALFWorld")
 
 
 @pytest.fixture
@@ -256,10 +257,10 @@ def test_cli_show():
     assert "second_target_placed" in result.stdout and "lambda=0.8" in result.stdout
 
 
-def test_library_path_lookup():
-    assert library_path("alfworld") == library_path("ALFWorld") == library_path("alfworld.yaml") == ALFWORLD
-    with pytest.raises(LookupError, match="no operator library ships for 'NoSuchBenchmark'"):
-        library_path("NoSuchBenchmark")
+def test_a_benchmarks_library_is_its_specs():
+    assert operator_library("alfworld") == operator_library("ALFWorld-Rubric-v0") == ALFWORLD
+    with pytest.raises(LookupError, match="'NoSuchBenchmark'"):
+        operator_library("NoSuchBenchmark")
 
 
 @given(facts_st, binding_st, st.lists(st.sampled_from(["placed_target", "transformed_target"]), max_size=2))

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 import rubricgym  # noqa: F401  (registers the env ids)
-from rubricgym.credit.trca import trca_group_advantages, trca_rewards
-from rubricgym.operator_libraries import library_path
-from rubricgym.rewards import attach_reward
+from rubricgym.attach import attach_reward
+from rubricgym.credit.estimators import group_step_advantages
+from rubricgym.credit.trca import trca_rewards
+from rubricgym.registration import get_spec, operator_library
+from rubricgym.rewards import RewardContext
 from rubricgym.rewards import RubricReward
 from rubricgym.trca import TRCAConfig, load_library
 
@@ -53,7 +55,7 @@ def test_make_attaches_trca_by_default(env):
 def test_expert_walkthrough_rewards_follow_the_formulas(env):
     task = task_of_type(env, "pick_cool_then_place_in_recep")
     records = play_expert(env, task)
-    lib = load_library(library_path("ALFWorld"))
+    lib = load_library(operator_library("ALFWorld"))
     o = np.array([[r["trca"]["judgments"][i] for i in lib.ids] for r in records])
     b = lib.library.budgets
     want = trca_rewards(o, lib.categories, b.r_evi, b.r_inval, b.r_exec, lib.library.lam)
@@ -111,10 +113,10 @@ def test_trajectories_feed_group_credit(env):
         for cmd in plan if good else ["look", "inventory", "look"]:
             env.step(act(cmd))
         group.append(env.unwrapped.trajectory.model_copy(deep=True))
-    adv = trca_group_advantages(group)
+    adv = group_step_advantages("trca", group)
     assert [len(a) for a in adv] == [t.num_steps for t in group]
     assert adv[0].mean() > 0 > adv[1].mean()
-    grpo = trca_group_advantages(group, "grpo")
+    grpo = group_step_advantages("grpo", group)
     assert np.all(grpo[0] > 0) and np.all(grpo[1] < 0)
 
 
@@ -122,29 +124,30 @@ def test_reward_specs(env, tmp_path):
     base = gym.make("ALFWorld-Rubric-v0", reward="none")
     assert not isinstance(base.env.env, RubricReward)  # OrderEnforcing(PassiveEnvChecker(RubricEnv))
     raw = base.unwrapped
-    path_env = attach_reward(raw, str(library_path("ALFWorld")), "ALFWorld")
+    context = get_spec("ALFWorld").reward_context()
+    path_env = attach_reward(raw, str(operator_library("ALFWorld")), context)
     assert isinstance(path_env, RubricReward) and path_env.component("trca").library.name == "alfworld-default"
-    cfg_env = attach_reward(raw, TRCAConfig(r_exec=2.0, lam=0.5, keep_env_reward=False), "ALFWorld")
+    cfg_env = attach_reward(raw, TRCAConfig(r_exec=2.0, lam=0.5, keep_env_reward=False), context)
     trca = cfg_env.component("trca")
     assert trca.budgets.r_exec == 2.0 and trca.lam == 0.5 and not cfg_env.keep_env_reward
 
-    class Spec:  # any object with wrap(env, benchmark) is a reward spec
-        def wrap(self, e, benchmark):
+    class Spec:  # any object with wrap(env, context) is a reward spec
+        def wrap(self, e, context):
             return gym.wrappers.TransformReward(e, lambda r: r * 2)
 
-    assert isinstance(attach_reward(raw, Spec(), "ALFWorld"), gym.wrappers.TransformReward)
+    assert isinstance(attach_reward(raw, Spec(), context), gym.wrappers.TransformReward)
     with pytest.raises(LookupError, match="NoSuchBenchmark"):
-        attach_reward(raw, "default", "NoSuchBenchmark")
+        attach_reward(raw, "default", RewardContext(benchmark="NoSuchBenchmark"))
     with pytest.raises(TypeError):
-        attach_reward(raw, 42, "ALFWorld")
+        attach_reward(raw, 42, context)
     with pytest.raises(FileNotFoundError):
-        attach_reward(raw, str(tmp_path / "nope.yaml"), "ALFWorld")
+        attach_reward(raw, str(tmp_path / "nope.yaml"), context)
     base.close()
 
 
 def test_config_without_env_reward(env):
     raw = gym.make("ALFWorld-Rubric-v0", reward="none").unwrapped
-    wrapped = TRCAConfig(keep_env_reward=False).wrap(raw, "ALFWorld")
+    wrapped = attach_reward(raw, TRCAConfig(keep_env_reward=False), get_spec("ALFWorld").reward_context())
     task = task_of_type(env, "pick_and_place_simple")
     wrapped.reset(seed=0, options={"task_id": task})
     for cmd in raw.adapter.expert_plan():
@@ -155,7 +158,7 @@ def test_config_without_env_reward(env):
 
 @pytest.mark.slow
 def test_every_evidence_and_execution_operator_fires_over_expert_walkthroughs(env):
-    lib = load_library(library_path("ALFWorld"))
+    lib = load_library(operator_library("ALFWorld"))
     fired = collections.Counter()
     wins = 0
     for task in env.unwrapped.adapter.task_ids():
