@@ -40,7 +40,7 @@ demo: venv
 
 # Watch the environment alone: scripted expert play with each step's facts printed.
 play: venv
-	$(PY) -m rubricgym.cli demo
+	$(PY) -m rubricgym.cli demo --env ALFWorld-Rubric-v0
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow"

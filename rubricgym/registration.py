@@ -20,12 +20,11 @@ from rubricgym.attach import attach_reward
 from rubricgym.benchmark import BenchmarkSpec, load_ref
 from rubricgym.contract import model_ref, register_models
 from rubricgym.env import RubricEnv
-from rubricgym.judges.rubric import Rubric, load_rubric
 from rubricgym.process_state import preserved_process_state
 
 __all__ = [
     "BENCHMARKS", "ENTRY_POINT_GROUP", "BenchmarkNotInstalled", "UnknownBenchmark", "discover", "env_ids",
-    "get_spec", "judge_rubric", "make_rubric_env", "operator_library", "register_benchmark",
+    "get_spec", "judge_rubric_file", "make_rubric_env", "operator_library", "register_benchmark",
 ]
 
 log = logging.getLogger(__name__)
@@ -108,12 +107,13 @@ def operator_library(benchmark: str) -> Path:
     return Path(spec.operator_library)
 
 
-def judge_rubric(benchmark: str) -> Rubric:
-    """The static judge rubric a benchmark ships (its spec's), by benchmark name or env id."""
+def judge_rubric_file(benchmark: str) -> Path:
+    """The static judge rubric file a benchmark ships (its spec's), by benchmark name or env id
+    (``rubricgym.judges.load_rubric`` reads it)."""
     spec = get_spec(benchmark)
     if spec.judge_rubric is None:
         raise LookupError(f"benchmark {spec.name} ships no judge rubric; pass a rubric file (see docs/draco.md)")
-    return load_rubric(spec.judge_rubric)
+    return Path(spec.judge_rubric)
 
 
 def env_ids() -> dict[str, str]:

@@ -31,7 +31,7 @@ from rubricgym.judges.pipeline import DracoJudge
 from rubricgym.judges.rubric import load_rubric
 from rubricgym.models import load_causal_lm
 from rubricgym.records import step_records
-from rubricgym.registration import judge_rubric
+from rubricgym.registration import judge_rubric_file
 from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.checkpoint import (CheckpointError, atomic_write_text, latest_checkpoint, restore_checkpoint,
                                            restore_latest, save_checkpoint)

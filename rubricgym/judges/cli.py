@@ -23,7 +23,7 @@ from rubricgym.credit.draco import DracoVariant
 from rubricgym.judges.config import JudgeSettings
 from rubricgym.judges.pipeline import DracoJudge
 from rubricgym.judges.rubric import load_rubric
-from rubricgym.registration import judge_rubric
+from rubricgym.registration import judge_rubric_file
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print("rubricgym judge: no trajectories in the file", file=sys.stderr)
         return 2
     try:
-        rubric = load_rubric(args.rubric) if args.rubric else judge_rubric(trajs[0].benchmark)
+        rubric = load_rubric(args.rubric) if args.rubric else load_rubric(judge_rubric_file(trajs[0].benchmark))
         settings = _settings(args)
     except (OSError, ValueError, LookupError) as exc:
         print(f"rubricgym judge: {exc}", file=sys.stderr)

@@ -15,7 +15,7 @@ from judges.judge_trajectories import make_trajectory
 
 from rubricgym.contract import save_jsonl
 from rubricgym.judges import DracoJudge, JudgeSettings, Verdict
-from rubricgym.registration import judge_rubric
+from rubricgym.registration import judge_rubric_file
 from rubricgym.judges.structured import MAX_JSON_DEPTH, MAX_REPLY_CHARS, BadReply, extract_json_object
 
 HOSTILE = {
@@ -79,7 +79,7 @@ def server():
 @pytest.mark.parametrize("name", ["deep_nesting", "open_braces_200kb", "deep_object", "huge_digits"])
 def test_hostile_replies_become_counted_unanswered_verdicts(server, monkeypatch, name):
     server.reply_text = HOSTILE[name]
-    judge = DracoJudge.from_settings(_settings(server, monkeypatch), static_rubric=judge_rubric("ALFWorld"))
+    judge = DracoJudge.from_settings(_settings(server, monkeypatch), static_rubric=load_rubric(judge_rubric_file("ALFWorld")))
     group = [make_trajectory(seed=i) for i in range(2)]
     res = judge.score_group(group[0].instruction, group, "static/credit", training_step=0)
     assert all(v.verdict is Verdict.UNANSWERED for r in res.rollouts for v in r.verdicts)

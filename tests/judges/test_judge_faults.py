@@ -12,7 +12,7 @@ import time
 from judge_trajectories import make_trajectory
 
 from rubricgym.judges import DracoJudge, Verdict
-from rubricgym.registration import judge_rubric
+from rubricgym.registration import judge_rubric_file
 
 SECRET = "sk-rubricgym-SECRET-7f3a9c2e1b"
 
@@ -26,7 +26,7 @@ def all_unanswered(res) -> bool:
 
 
 def static_judge(settings):
-    return DracoJudge.from_settings(settings, static_rubric=judge_rubric("ALFWorld"))
+    return DracoJudge.from_settings(settings, static_rubric=load_rubric(judge_rubric_file("ALFWorld")))
 
 
 def test_retries_recover_from_transient_500_and_429(scripted_server, settings_for):
