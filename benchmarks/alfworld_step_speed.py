@@ -32,14 +32,12 @@ import os
 import pstats
 import statistics
 import time
-import zlib
 from pathlib import Path
 
 import gymnasium as gym
 
 import rubricgym  # noqa: F401
-from rubricgym.adapters.alfworld.adapter import _start
-from rubricgym.adapters.alfworld.games import BUNDLED_ROOT, seeded_global_random
+from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT, reset_seed, seeded_global_random, start_engine
 
 JUNK = ["go to the moon", "take everything", "xyzzy", "open fridge"]  # parse, so both sides call the engine
 SEED = 0
@@ -58,7 +56,7 @@ def sequences(env: gym.Env, task_ids: list[str], mixed: bool) -> dict[str, list[
 
 def reset_raw(engine, task_id: str) -> None:
     """Reset as the adapter does (same seeded global random)."""
-    with seeded_global_random(zlib.crc32(f"{task_id}:{SEED}".encode())):
+    with seeded_global_random(reset_seed(task_id, SEED)):
         engine.reset()
 
 
@@ -113,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     env = gym.make("ALFWorld-Rubric-v0", reward="none", data_path=BUNDLED_ROOT, max_steps=1000)
     adapter = env.unwrapped.adapter
     task_ids = list(adapter.task_ids())[: args.games]
-    engines = {t: _start(adapter.game_file(t), shuffle=False) for t in task_ids}
+    engines = {t: start_engine(adapter.game_file(t), shuffle=False) for t in task_ids}
     result: dict = {"games": len(task_ids), "rounds": args.rounds, "overhead_target": 0.02, "clock": "thread CPU time",
                     "sequences": {}}
     print(f"ALFWorld step speed: {len(task_ids)} bundled games, {args.rounds} paired rounds per sequence")

@@ -54,7 +54,7 @@ def index_bytes(retriever) -> int:
 
 def bundled(k: int) -> dict:
     from rubricgym.adapters.searchqa.data import BUNDLED_CORPUS, BUNDLED_QUESTIONS, load_corpus, load_questions
-    from rubricgym.adapters.searchqa.retrieval import BM25Retriever
+    from rubricgym.adapters.searchqa.engine import BM25Retriever
 
     passages = load_corpus(BUNDLED_CORPUS)
     queries = [q.question for s in ("train", "eval") for q in load_questions(BUNDLED_QUESTIONS[s])] * 4
@@ -80,7 +80,7 @@ def synthetic_texts(n: int, vocab: int, length: int, seed: int) -> tuple[list[st
 
 def synthetic(n: int, k: int, scan_queries: int) -> dict:
     from rubricgym.adapters.searchqa.data import Passage
-    from rubricgym.adapters.searchqa.retrieval import BM25Retriever
+    from rubricgym.adapters.searchqa.engine import BM25Retriever
 
     t = time.perf_counter()
     texts, queries = synthetic_texts(n, vocab=50_000, length=40, seed=0)
@@ -104,7 +104,7 @@ def env_steps(episodes: int) -> dict:
     import gymnasium as gym
 
     import rubricgym  # noqa: F401
-    from rubricgym.adapters.searchqa.adapter import expert_actions
+    from rubricgym.adapters.searchqa.expert import expert_actions
 
     env = gym.make("SearchQA-Rubric-v0")
     adapter = env.unwrapped.adapter

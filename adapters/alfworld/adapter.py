@@ -1,35 +1,31 @@
 """``ALFWorldAdapter``: alfworld's real TextWorld engine behind rubricgym's adapter contract.
 
 Games load with ``textworld.start`` and alfworld's own wrappers (``AlfredDemangler``,
-``AlfredInfos``), exactly as ``AlfredTWEnv`` builds them. Facts come from ``ObservedWorld``
-(command + feedback text); the engine's win flag only sets the reward and termination.
+``AlfredInfos``), exactly as ``AlfredTWEnv`` builds them (``engine.py``). Facts come from
+``ObservedWorld`` (command + feedback text); the engine's win flag only sets the reward and
+termination.
 """
 
 from __future__ import annotations
 
 import os
-import zlib
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineState, EngineStep
+from rubricgym import Adapter, EngineFailure, EngineReset, EngineState, EngineStep, Outcome, ParsedAction
 from rubricgym.adapters.alfworld.binder import bind_task
+from rubricgym.adapters.alfworld.engine import (
+    EngineCache,
+    collect_games,
+    planner_commands,
+    reset_seed,
+    resolve_split_dir,
+    seeded_global_random,
+)
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
-from rubricgym.adapters.alfworld.games import collect_games, resolve_split_dir, seeded_global_random
-from rubricgym.adapters.alfworld.observe import NOTHING, ObservedWorld, StepEvents, parse_command
-from rubricgym.contract import Outcome, ParsedAction
+from rubricgym.adapters.alfworld.observe import NOTHING, ObservedWorld
 from rubricgym.process_state import preserved_process_state, preserves_process_state
-
-
-def _start(game_file: Path, shuffle: bool, policy: bool = False) -> Any:
-    import textworld
-    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-
-    infos = textworld.EnvInfos(won=True, admissible_commands=True, policy_commands=policy, extras=["gamefile"])
-    return textworld.start(str(game_file), request_infos=infos,
-                           wrappers=[AlfredDemangler(shuffle=shuffle), AlfredInfos])
 
 
 class ALFWorldAdapter(Adapter):
@@ -62,8 +58,7 @@ class ALFWorldAdapter(Adapter):
             raise FileNotFoundError(f"no solvable ALFWorld games in {self.split_dir}")
         self.domain_randomization = domain_randomization
         self.fast_invalid = fast_invalid
-        self.engine_cache = max(1, engine_cache)
-        self._engines: OrderedDict[Path, Any] = OrderedDict()
+        self._engines = EngineCache(engine_cache)
         self._env: Any = None
         self._task_id: str | None = None
         self._seed: int | None = None
@@ -89,14 +84,13 @@ class ALFWorldAdapter(Adapter):
         if task_id not in self._games:
             raise KeyError(f"unknown ALFWorld task {task_id!r}")
         game_file = self._games[task_id]
-        # one integer per (task, seed): drives every draw alfworld/TextWorld make from `random`
-        derived = zlib.crc32(f"{task_id}:{seed}".encode())
         try:
-            with seeded_global_random(derived):
-                self._env = self._engine(game_file)
+            with seeded_global_random(reset_seed(task_id, seed)):
+                self._env = self._engines.get(game_file, shuffle=self.domain_randomization)
                 state = self._env.reset()
         except Exception as exc:
-            self._drop(game_file)
+            self._engines.drop(game_file)
+            self._env = None
             raise EngineFailure(f"could not load {task_id}: {type(exc).__name__}: {exc}") from exc
         self._task_id, self._seed = task_id, seed
         intro = state.feedback
@@ -123,11 +117,6 @@ class ALFWorldAdapter(Adapter):
         if self._env is None:
             raise EngineFailure("ALFWorld engine is not running; reset first")
         command_text = action.action or ""
-        world = self._world
-        command = parse_command(command_text, world.receptacles)
-        prev_location = world.location
-        prev_types = set(world.seen_types)
-        visited_before = set(world.visited)
         if self.fast_invalid and command_text.strip() not in self._admissible_set:
             feedback = NOTHING  # exactly the engine's answer; its state does not change
         else:
@@ -140,25 +129,21 @@ class ALFWorldAdapter(Adapter):
             self._admissible = list(state.admissible_commands or [])
             self._admissible_set = frozenset(self._admissible)
             self._won = bool(state.won)
-        ev: StepEvents = world.observe(command, feedback)
-        first_visit = bool(ev.arrived) and ev.arrived not in visited_before
-        if ev.arrived:
-            world.visited.add(ev.arrived)
-        if not ev.nothing_happens:
+        facts = self._world.step(command_text, feedback, len(self._admissible))
+        nothing_happens = facts["nothing_happens"]
+        if not nothing_happens:
             self._commands.append(command_text.strip())
-        new_types = sorted(world.seen_types - prev_types)
-        facts = world.facts(command, ev, prev_location, first_visit, len(self._admissible), new_types)
         return EngineStep(
             observation=feedback,
-            state_signature=world.signature(),
+            state_signature=self._world.signature(),
             admissible_actions=list(self._admissible),
-            entities=world.entities(),
-            context_key=world.context_key(),
+            entities=self._world.entities(),
+            context_key=self._world.context_key(),
             benchmark_facts=facts,
             reward=1.0 if self._won else 0.0,
             terminated=self._won,
-            accepted=not ev.nothing_happens,
-            error_text=feedback.strip() if ev.nothing_happens else "",
+            accepted=not nothing_happens,
+            error_text=feedback.strip() if nothing_happens else "",
         )
 
     def invalid_step(self, action: ParsedAction, state: EngineState) -> EngineStep:
@@ -178,58 +163,20 @@ class ALFWorldAdapter(Adapter):
 
     @preserves_process_state
     def close(self) -> None:
-        while self._engines:
-            _, env = self._engines.popitem()
-            try:
-                env.close()
-            except Exception:  # closing a broken engine must not mask the real error
-                pass
-        self._env = None
-
-    def _engine(self, game_file: Path) -> Any:
-        """A loaded engine for ``game_file`` (fresh when names are shuffled per reset)."""
-        if self.domain_randomization:
-            self._drop(game_file)
-        env = self._engines.pop(game_file, None)
-        if env is None:
-            env = _start(game_file, shuffle=self.domain_randomization)
-        self._engines[game_file] = env
-        while len(self._engines) > self.engine_cache:
-            _, old = self._engines.popitem(last=False)
-            old.close()
-        return env
-
-    def _drop(self, game_file: Path) -> None:
-        env = self._engines.pop(game_file, None)
-        if env is not None:
-            try:
-                env.close()
-            except Exception:
-                pass
+        self._engines.close()
         self._env = None
 
     # -- extras -------------------------------------------------------------------------
     @preserves_process_state
     def expert_plan(self, from_current_state: bool = False) -> list[str]:
-        """The fast-downward planner's ``policy_commands`` for the current game.
-
-        Planning runs in a separate engine instance (it re-plans on every step, which is
-        slow on big scenes), so the playing engine never pays for it. With
-        ``from_current_state`` the episode's accepted commands are replayed first.
-        """
+        """The fast-downward planner's ``policy_commands`` for the current game (a separate
+        engine plans). With ``from_current_state`` the episode's accepted commands are
+        replayed first."""
         task_id = self._require_task()
         if not from_current_state and task_id in self._plans:
             return list(self._plans[task_id])
-        game_file = self._games[task_id]
-        with seeded_global_random(zlib.crc32(f"{task_id}:{self._seed}".encode())):
-            env = _start(game_file, shuffle=self.domain_randomization, policy=True)
-        try:
-            state = env.reset()
-            for command in self._commands if from_current_state else []:
-                state, _, _ = env.step(command)
-            plan = list(state.policy_commands or [])
-        finally:
-            env.close()
+        plan = planner_commands(self._games[task_id], reset_seed(task_id, self._seed), self.domain_randomization,
+                                replay=self._commands if from_current_state else ())
         if not from_current_state and not self.domain_randomization:
             self._plans[task_id] = plan
         return list(plan)
@@ -238,8 +185,3 @@ class ALFWorldAdapter(Adapter):
         if self._task_id is None:
             raise RuntimeError("reset() the ALFWorld adapter first")
         return self._task_id
-
-
-def expert_actions(adapter: ALFWorldAdapter) -> list[str]:
-    """The expert player of the spec: the planner's walkthrough for the current game."""
-    return adapter.expert_plan()

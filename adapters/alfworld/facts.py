@@ -11,8 +11,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from rubricgym.adapter import TaskBinding
-from rubricgym.contract import Facts
+from rubricgym import Facts, TaskBinding
 
 
 class ALFWorldFacts(Facts):

@@ -289,6 +289,20 @@ class ObservedWorld:
             "num_admissible": num_admissible,
         }
 
+    def step(self, command_text: str, feedback: str, num_admissible: int) -> dict[str, Any]:
+        """Read one step (the command sent, the engine's feedback) and return its benchmark
+        facts; ``num_admissible`` is the size of the engine's admissible list after it."""
+        command = parse_command(command_text, self.receptacles)
+        prev_location = self.location
+        prev_types = set(self.seen_types)
+        visited_before = set(self.visited)
+        ev = self.observe(command, feedback)
+        first_visit = bool(ev.arrived) and ev.arrived not in visited_before
+        if ev.arrived:
+            self.visited.add(ev.arrived)
+        new_types = sorted(self.seen_types - prev_types)
+        return self.facts(command, ev, prev_location, first_visit, num_admissible, new_types)
+
     def facts(self, command: Command, ev: StepEvents, prev_location: str, first_visit: bool,
               num_admissible: int, new_types: list[str]) -> dict[str, Any]:
         """The benchmark half of ``ALFWorldFacts`` for one step."""

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from rubricgym import BenchmarkSpec, EnvIdSpec
 from rubricgym.adapters.alfworld.facts import ALFWorldBinding, ALFWorldFacts
-from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec
 
 _HERE = Path(__file__).parent
 _PACKAGE = "rubricgym.adapters.alfworld"
@@ -26,5 +26,5 @@ SPEC = BenchmarkSpec(
     operator_library=_HERE.parent.parent / "operator_libraries" / "alfworld.yaml",
     judge_rubric=_HERE / "rubric.yaml",
     context_key="task type, stage, location, inventory and the states of the task's objects",
-    expert=f"{_PACKAGE}.adapter:expert_actions",
+    expert=f"{_PACKAGE}.expert:expert_actions",
 )

@@ -9,30 +9,36 @@ One engine, two action grammars:
   ``answer[text]`` ends the episode; every observation lists the admissible commands.
 
 The terminal reward is exact match against the gold aliases; gold answers are read only
-there. Facts come from the action and the text the retriever returned.
+there. Facts come from the action and the text the retriever returned, built by
+``observe.ObservedSearch``; this module drives the retriever and the episode.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineState, EngineStep
+from rubricgym import (
+    ACTION_GRAMMAR,
+    Adapter,
+    EngineFailure,
+    EngineReset,
+    EngineState,
+    EngineStep,
+    Outcome,
+    ParsedAction,
+    TagGrammar,
+)
 from rubricgym.adapters.searchqa import observe
-from rubricgym.adapters.searchqa.answers import answer_kind, contains_phrase, exact_match, normalize_answer, normalize_query, value_kinds
+from rubricgym.adapters.searchqa.answers import exact_match, normalize_query
 from rubricgym.adapters.searchqa.binder import bind_task
 from rubricgym.adapters.searchqa.data import BUNDLED_CORPUS, BUNDLED_QUESTIONS, Passage, Question, load_questions
+from rubricgym.adapters.searchqa.engine import MAX_QUERY_CHARS, Hit, Retriever, bm25_for_file
 from rubricgym.adapters.searchqa.facts import SearchQABinding, SearchQAFacts
-from rubricgym.adapters.searchqa.retrieval import MAX_QUERY_CHARS, Hit, Retriever, bm25_for_file
-from rubricgym.benchmark import ExpertAction
-from rubricgym.contract import Outcome, ParsedAction
-from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 
 SEARCH_R1_GRAMMAR = TagGrammar(action_tags=("search", "answer"), reasoning_tag="think", on_multiple="first")
 GRAMMARS = {"search-r1": SEARCH_R1_GRAMMAR, "trca": ACTION_GRAMMAR}
-MAX_ANSWER_CHARS = 200
 
 
 class SearchQAAdapter(Adapter):
@@ -64,41 +70,22 @@ class SearchQAAdapter(Adapter):
         if retriever is not None:
             self.retriever: Retriever = retriever
         elif server_url:
-            from rubricgym.adapters.searchqa.http_client import HTTPRetriever
+            from rubricgym.adapters.searchqa.http_client import HTTPRetriever  # lazy: only with a server
 
             self.retriever = HTTPRetriever(server_url, timeout=server_timeout, attempts=server_attempts)
         else:
             self.retriever = bm25_for_file(corpus or BUNDLED_CORPUS)
         self._q: Question | None = None
         self._binding = SearchQABinding()
+        self.observed = observe.ObservedSearch(grammar, max_turns)
         self._new_episode()
 
     # -- episode state ------------------------------------------------------------------
     def _new_episode(self) -> None:
-        self.turn = 0
-        self.queries: list[str] = []
-        self.listed_ids: set[str] = set()
-        self.read_ids: set[str] = set()
-        self.shown_norm: list[str] = []        # normalized text of everything shown, for answer grounding
-        self.names_seen: set[str] = set()      # capitalised words shown, for discovered entities
-        self.seen_targets: list[str] = []
+        self.observed.start(self._q.question if self._q else "", self._binding.target_entities)
         self.results: list[Passage] = []       # the last search's results
         self.document: tuple[str, list[Passage]] | None = None
-        self.page = "start"
-        self.page_ids: list[str] = []
-        self.answer: str | None = None
         self.score = 0.0
-
-    def _signature(self) -> str:
-        doc = self.document[0] if self.document else ""
-        raw = f"{self.page}|{','.join(self.page_ids)}|{doc}|{self.answer is not None}"
-        return hashlib.sha1(raw.encode()).hexdigest()[:16]
-
-    def _context_key(self, tool: str) -> str:
-        targets = self._binding.target_entities
-        evidence = "none" if not self.seen_targets else ("all" if len(self.seen_targets) >= len(targets) else "some")
-        return (f"tool={tool or 'none'}|searches={min(len(self.queries), 2)}|page={self.page}"
-                f"|evidence={evidence}|answered={self.answer is not None}")
 
     def _admissible(self) -> list[str]:
         n_doc = len(self.document[1]) if self.document else 0
@@ -127,16 +114,16 @@ class SearchQAAdapter(Adapter):
         intro = observe.SEARCH_R1_INSTRUCTION if self.grammar_name == "search-r1" else observe.TRCA_INSTRUCTION
         observation = self._with_listing(f"{intro}\nQuestion: {self._q.question}")
         return EngineReset(
-            observation=observation, instruction=self._q.question, state_signature=self._signature(),
-            context_key=self._context_key(""), benchmark_facts=self._standing_facts(),
+            observation=observation, instruction=self._q.question, state_signature=self.observed.signature(),
+            context_key=self.observed.context_key(""), benchmark_facts=self.observed.standing(),
             info={"question_id": self._q.id, "data_source": self._q.data_source, "grammar": self.grammar_name},
         )
 
     def step(self, action: ParsedAction) -> EngineStep:
         q = self.question()
-        if self.answer is not None:
+        if self.observed.answer is not None:
             raise EngineFailure("the episode already ended with an answer; reset first")
-        self.turn += 1
+        self.observed.take_turn()
         text = action.action or ""
         if self.grammar_name == "search-r1":
             tool, arg = action.kind or "", text
@@ -152,14 +139,14 @@ class SearchQAAdapter(Adapter):
         if tool == "answer":
             return self._answer(arg, q)
         if tool == "search":
-            return self._search(arg, q)
+            return self._search(arg)
         return self._open_or_read(tool, int(arg))
 
     def invalid_step(self, action: ParsedAction, state: EngineState) -> EngineStep:
         """An unparseable response uses a turn; Search-R1 answers with its fixed message."""
-        self.turn += 1
+        self.observed.take_turn()
         step = super().invalid_step(action, state)
-        update: dict[str, Any] = {"benchmark_facts": self._standing_facts()}
+        update: dict[str, Any] = {"benchmark_facts": self.observed.standing()}
         if self.grammar_name == "search-r1":
             update["observation"] = observe.SEARCH_R1_INVALID
         else:
@@ -173,80 +160,37 @@ class SearchQAAdapter(Adapter):
     def outcome(self) -> Outcome:
         q = self._q
         return Outcome(success=self.score == 1.0, score=self.score,
-                       detail={"question_id": q.id if q else None, "answer": self.answer, "turns": self.turn})
+                       detail={"question_id": q.id if q else None, "answer": self.observed.answer,
+                               "turns": self.observed.turn})
 
     def render_state(self) -> str:
-        return f"{self.page} {self.page_ids} turn {self.turn}/{self.max_turns}"
+        return f"{self.observed.page} {self.observed.page_ids} turn {self.observed.turn}/{self.max_turns}"
 
     def close(self) -> None:
         self.retriever.close()
 
     # -- steps --------------------------------------------------------------------------
-    def _standing_facts(self, **update: Any) -> dict[str, Any]:
-        facts: dict[str, Any] = {"grammar": self.grammar_name, "searches": len(self.queries),
-                                 "seen_targets": list(self.seen_targets), "turns_left": max(0, self.max_turns - self.turn)}
-        facts.update(update)
-        return facts
-
     def _budget(self) -> dict[str, Any]:
         """Truncate when the turn budget is spent without an answer."""
-        return {"truncated": True} if self.turn >= self.max_turns and self.answer is None else {}
+        return {"truncated": True} if self.observed.turn >= self.max_turns and self.observed.answer is None else {}
 
-    def _state(self, observation: str, tool: str, facts: dict[str, Any], entities: list[str], **kw: Any) -> EngineStep:
-        step = EngineStep(observation=self._with_listing(observation), state_signature=self._signature(),
-                          entities=entities, context_key=self._context_key(tool),
-                          benchmark_facts=self._standing_facts(tool=tool, **facts), **kw)
+    def _state(self, shown: observe.Shown, **kw: Any) -> EngineStep:
+        step = EngineStep(observation=self._with_listing(shown.observation), state_signature=shown.state_signature,
+                          entities=shown.entities, context_key=shown.context_key, benchmark_facts=shown.facts, **kw)
         return step.model_copy(update=self._budget())
 
     def _rejected(self, tool: str, message: str, malformed: bool = False) -> EngineStep:
-        """Nothing executed: the state stays, the step is refused (action_allowed stays false).
-        Search-R1 shows its fixed invalid-action message; the detail stays in error_text."""
-        shown = observe.SEARCH_R1_INVALID if self.grammar_name == "search-r1" else message
-        return self._state(shown, "" if malformed else tool, {"malformed": malformed}, [], accepted=False,
-                           error_text=message)
+        """Nothing executed: the state stays, the step is refused (action_allowed stays false);
+        the detail stays in error_text."""
+        return self._state(self.observed.refused(tool, message, malformed), accepted=False, error_text=message)
 
-    def _show(self, shown_text: str, passages: Sequence[Passage], full: bool) -> dict[str, Any]:
-        """Record what the agent was shown; the facts about it."""
-        ids = [p.id for p in passages]
-        new_ids = [i for i in ids if i not in self.listed_ids and i not in self.read_ids]
-        new_full = [p.id for p in passages if full and p.id not in self.read_ids]
-        self.listed_ids.update(ids)
-        if full:
-            self.read_ids.update(ids)
-        targets = self._binding.target_entities
-        mentions = observe.mentioned(shown_text, targets)
-        self.seen_targets = [t for t in targets if t in self.seen_targets or t in mentions]
-        self.shown_norm.append(normalize_answer(shown_text))
-        self.names_seen |= observe.name_words(shown_text)
-        titles = list(dict.fromkeys(p.title for p in passages if p.title))
-        return {"result_ids": ids, "new_result_ids": new_ids, "num_results": len(ids), "new_passage_ids": new_full,
-                "result_titles": titles, "mentioned_targets": mentions,
-                "target_titles": observe.title_matches(titles, targets), "revealed_value_kinds": value_kinds(shown_text)}
-
-    def _search(self, query: str, q: Question) -> EngineStep:
-        names_before = set(self.names_seen)
-        norm = normalize_query(query)
-        repeated = norm in self.queries
+    def _search(self, query: str) -> EngineStep:
         try:
             hits: list[Hit] = self.retriever.search(query, self.topk)
         except Exception as exc:  # the retriever is the engine: its failure is never the policy's
             raise EngineFailure(f"retrieval failed: {exc}") from exc
-        self.queries.append(norm)
-        passages = [h.passage for h in hits]
-        self.results, self.document = passages, None
-        self.page, self.page_ids = "results", [p.id for p in passages]
-        if self.grammar_name == "search-r1":
-            observation = observe.render_information(passages)
-            shown = " ".join(f"{p.title} {p.text}" for p in passages)
-        else:
-            observation = observe.render_results(query, passages)
-            shown = observation
-        facts = self._show(shown, passages, full=self.grammar_name == "search-r1")
-        facts.update(query=norm, query_repeated=repeated, action_allowed=True,
-                     query_targets=observe.mentioned(query, self._binding.target_entities),
-                     query_uses_discovered_entity=observe.discovered_in_query(query, names_before, q.question),
-                     searches=len(self.queries))
-        return self._state(observation, "search", facts, facts["result_titles"])
+        self.results, self.document = [h.passage for h in hits], None
+        return self._state(self.observed.searched(query, self.results))
 
     def _open_or_read(self, tool: str, index: int) -> EngineStep:
         if tool == "open":
@@ -258,59 +202,20 @@ class SearchQAAdapter(Adapter):
             if not passages:
                 passages = [hit]
             self.document = (hit.title, passages)
-            self.page, self.page_ids = "document", [p.id for p in passages]
-            observation = observe.render_document(hit.title, passages)
-            facts = self._show(observation, passages, full=False)
-            facts.update(opened_title=hit.title, action_allowed=True)
-            return self._state(observation, tool, facts, [hit.title] if hit.title else [])
+            return self._state(self.observed.opened(hit.title, passages))
         if self.document is None or not 1 <= index <= len(self.document[1]):
             n = len(self.document[1]) if self.document else 0
             return self._rejected(tool, f"read[{index}]: "
                                   + (f"the open document has passages 1..{n}" if n else "open a document first"))
         title, passages = self.document
-        passage = passages[index - 1]
-        self.page, self.page_ids = "passage", [passage.id]
-        observation = observe.render_passage(title, index, passage)
-        facts = self._show(f"{title} {passage.text}", [passage], full=True)
-        facts.update(action_allowed=True)
-        return self._state(observation, tool, facts, [title] if title else [])
+        return self._state(self.observed.read(title, index, passages[index - 1]))
 
     def _answer(self, text: str, q: Question) -> EngineStep:
-        answer = text[:MAX_ANSWER_CHARS]
-        grounded = any(contains_phrase(shown, answer) for shown in self.shown_norm)
-        self.answer = answer
-        self.score = exact_match(answer, q.golden_answers)  # the only place gold answers are read
-        self.page, self.page_ids = "answered", []
-        facts = {"answer": answer, "answer_words": len(normalize_answer(answer).split()), "answer_kind": answer_kind(answer),
-                 "answer_in_evidence": grounded, "action_allowed": True}
-        return self._state(f"Answer submitted: {answer}", "answer", facts, [], reward=self.score, terminated=True)
+        shown = self.observed.answered(text)
+        self.score = exact_match(shown.facts["answer"], q.golden_answers)  # the only place gold answers are read
+        return self._state(shown, reward=self.score, terminated=True)
 
 
 def has_problem(arg: str) -> bool:
     """An argument with markup in it, too long, or nothing left once normalized."""
     return observe.has_markup(arg) or len(arg) > MAX_QUERY_CHARS or not normalize_query(arg)
-
-
-def expert_actions(adapter: SearchQAAdapter) -> list[ExpertAction]:
-    """The oracle: search each hop's oracle query, (trca: open and read the supporting
-    passage), then answer the first gold alias. Questions without oracle data (users'
-    files) search the question itself."""
-    q = adapter.question()
-    queries = q.oracle_queries or [q.question]
-    supporting = q.supporting_ids if q.oracle_queries else []
-    if adapter.grammar_name == "search-r1":
-        return [ExpertAction(query, "search") for query in queries] + [ExpertAction(q.golden_answers[0], "answer")]
-    actions: list[ExpertAction] = []
-    for hop, query in enumerate(queries):
-        actions.append(ExpertAction(f"search[{query}]"))
-        if hop >= len(supporting):
-            continue
-        ranked = [h.passage for h in adapter.retriever.search(query, adapter.topk)]
-        index = next((i for i, p in enumerate(ranked, 1) if p.id == supporting[hop]), None)
-        if index is None:
-            continue
-        document = adapter.retriever.document(ranked[index - 1].title) or [ranked[index - 1]]
-        position = next(j for j, p in enumerate(document, 1) if p.id == supporting[hop]) if any(
-            p.id == supporting[hop] for p in document) else 1
-        actions += [ExpertAction(f"open[{index}]"), ExpertAction(f"read[{position}]")]
-    return actions + [ExpertAction(f"answer[{q.golden_answers[0]}]")]

@@ -12,12 +12,13 @@ whole or refused, never silently shortened.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+
+from rubricgym.jsonl import JsonLinesError, iter_json_lines
 
 BUNDLED_DIR = Path(__file__).parent / "data"
 BUNDLED_CORPUS = BUNDLED_DIR / "corpus.jsonl"
@@ -59,17 +60,14 @@ class Question(BaseModel):
 
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(f"{path}:{lineno}: not JSON: {exc}") from exc
+    """``(line, object)`` of a JSON-lines file; a bad line is a ``DataFormatError`` naming it."""
+    try:
+        for lineno, record in iter_json_lines(path, what="JSON", objects_only=False):
             if not isinstance(record, dict):
                 raise DataFormatError(f"{path}:{lineno}: expected an object, got {type(record).__name__}")
             yield lineno, record
+    except JsonLinesError as exc:
+        raise DataFormatError(str(exc)) from exc
 
 
 def load_corpus(path: str | Path) -> list[Passage]:
@@ -123,7 +121,7 @@ def load_questions(path: str | Path) -> list[Question]:
         raise FileNotFoundError(f"SearchQA question file {path} does not exist")
     if path.suffix == ".parquet":
         try:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # optional: only Parquet question files need it
         except ImportError as exc:
             raise ImportError("reading Parquet question files needs pyarrow: pip install 'rubricgym[searchqa]'") from exc
         try:

@@ -7,8 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from rubricgym.adapter import TaskBinding
-from rubricgym.contract import Facts
+from rubricgym import Facts, TaskBinding
 
 AnswerFormat = Literal["", "person", "place", "date", "number", "yes_no", "entity"]
 

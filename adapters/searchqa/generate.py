@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rubricgym.adapters.searchqa.answers import normalize_answer
 from rubricgym.adapters.searchqa.data import BUNDLED_DIR, Passage
-from rubricgym.adapters.searchqa.retrieval import BM25Retriever
+from rubricgym.adapters.searchqa.engine import BM25Retriever
 
 ORACLE_K = 3   # the env's default topk: the oracle's query must bring its passage this high
 HOP2_K = 5     # a two-hop question alone must not bring its second passage this high

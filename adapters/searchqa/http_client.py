@@ -15,7 +15,7 @@ import httpx
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from rubricgym.adapters.searchqa.data import Passage
-from rubricgym.adapters.searchqa.retrieval import MAX_QUERY_CHARS, Hit
+from rubricgym.adapters.searchqa.engine import MAX_QUERY_CHARS, Hit
 from rubricgym.bounded_http import DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge, bounded_http_client
 
 

@@ -1,18 +1,25 @@
-"""What a SearchQA step shows and what it reveals, as pure functions of text: rendering of
-results, pages and passages, the ``verb[arg]`` command syntax, and the mention checks the
-facts are built from. No retriever, no episode state: testable on recorded strings."""
+"""What a SearchQA step shows and what it reveals: every fact is built here.
+
+Pure functions of text (rendering of results, pages and passages, the ``verb[arg]`` command
+syntax, the mention checks) and one tracker, ``ObservedSearch``, that remembers what the
+agent searched and was shown this episode and turns each step's passages into its
+observation, ``SearchQAFacts`` dict, entities, state signature and context key. No
+retriever and no gold answers: testable on recorded strings."""
 
 from __future__ import annotations
 
+import hashlib
 import string
 from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
-from rubricgym.adapters.searchqa.answers import normalize_answer
+from rubricgym.adapters.searchqa.answers import answer_kind, contains_phrase, normalize_answer, normalize_query, value_kinds
 from rubricgym.adapters.searchqa.data import Passage
 
 SNIPPET_WORDS = 12
 TRCA_VERBS = ("search", "open", "read", "answer")
 MAX_ARG_CHARS = 300
+MAX_ANSWER_CHARS = 200
 
 SEARCH_R1_INSTRUCTION = (
     "Answer the given question. Reason inside <think> and </think> whenever you get new information. "
@@ -118,3 +125,134 @@ def discovered_in_query(query: str, earlier_names: set[str], question: str) -> b
     contain: it follows a lead (the bridge entity of a two-hop question)."""
     question_words = set(normalize_answer(question).split())
     return any(w in earlier_names and w not in question_words for w in normalize_answer(query).split())
+
+
+class Shown(NamedTuple):
+    """One step as the agent sees it: the observation, its facts, the entities it names, and
+    the state signature and context key after it."""
+
+    observation: str
+    facts: dict[str, Any]
+    entities: list[str]
+    state_signature: str
+    context_key: str
+
+
+class ObservedSearch:
+    """The episode's memory of what the agent did and saw, and the facts built from it.
+
+    The adapter reports each step's engine result (the passages shown, or a refusal);
+    the matching method updates the memory and returns the step's ``Shown``.
+    """
+
+    def __init__(self, grammar: str, max_turns: int):
+        self.grammar, self.max_turns = grammar, max_turns
+        self.start("", [])
+
+    def start(self, question: str, targets: Sequence[str]) -> None:
+        """Forget the last episode; ``targets`` are the binding's target entities."""
+        self.question, self.targets = question, list(targets)
+        self.turn = 0
+        self.queries: list[str] = []
+        self.listed_ids: set[str] = set()
+        self.read_ids: set[str] = set()
+        self.shown_norm: list[str] = []        # normalized text of everything shown, for answer grounding
+        self.names_seen: set[str] = set()      # capitalised words shown, for discovered entities
+        self.seen_targets: list[str] = []
+        self.page = "start"
+        self.page_ids: list[str] = []
+        self.document_title = ""               # the open document's, "" when none is open
+        self.answer: str | None = None
+
+    def take_turn(self) -> None:
+        self.turn += 1
+
+    # -- what the episode stands at --------------------------------------------------
+    def standing(self) -> dict[str, Any]:
+        """The facts every step carries (alone: at reset and for an unparseable response)."""
+        return {"grammar": self.grammar, "searches": len(self.queries), "seen_targets": list(self.seen_targets),
+                "turns_left": max(0, self.max_turns - self.turn)}
+
+    def signature(self) -> str:
+        raw = f"{self.page}|{','.join(self.page_ids)}|{self.document_title}|{self.answer is not None}"
+        return hashlib.sha1(raw.encode()).hexdigest()[:16]
+
+    def context_key(self, tool: str) -> str:
+        evidence = "none" if not self.seen_targets else ("all" if len(self.seen_targets) >= len(self.targets) else "some")
+        return (f"tool={tool or 'none'}|searches={min(len(self.queries), 2)}|page={self.page}"
+                f"|evidence={evidence}|answered={self.answer is not None}")
+
+    # -- steps -----------------------------------------------------------------------
+    def searched(self, query: str, passages: Sequence[Passage]) -> Shown:
+        """A search returned ``passages``: Search-R1 shows them in full, trca lists them."""
+        names_before = set(self.names_seen)
+        norm = normalize_query(query)
+        repeated = norm in self.queries
+        self.queries.append(norm)
+        self.document_title = ""
+        self.page, self.page_ids = "results", [p.id for p in passages]
+        if self.grammar == "search-r1":
+            observation = render_information(passages)
+            shown = " ".join(f"{p.title} {p.text}" for p in passages)
+        else:
+            observation = render_results(query, passages)
+            shown = observation
+        facts = self._show(shown, passages, full=self.grammar == "search-r1")
+        facts.update(query=norm, query_repeated=repeated, action_allowed=True,
+                     query_targets=mentioned(query, self.targets),
+                     query_uses_discovered_entity=discovered_in_query(query, names_before, self.question),
+                     searches=len(self.queries))
+        return self._step(observation, "search", facts, facts["result_titles"])
+
+    def opened(self, title: str, passages: Sequence[Passage]) -> Shown:
+        """A result's document was opened: its passages are listed as snippets."""
+        self.document_title = title
+        self.page, self.page_ids = "document", [p.id for p in passages]
+        observation = render_document(title, passages)
+        facts = self._show(observation, passages, full=False)
+        facts.update(opened_title=title, action_allowed=True)
+        return self._step(observation, "open", facts, [title] if title else [])
+
+    def read(self, title: str, index: int, passage: Passage) -> Shown:
+        """Passage ``index`` (1-based) of the open document ``title`` was shown in full."""
+        self.page, self.page_ids = "passage", [passage.id]
+        observation = render_passage(title, index, passage)
+        facts = self._show(f"{title} {passage.text}", [passage], full=True)
+        facts.update(action_allowed=True)
+        return self._step(observation, "read", facts, [title] if title else [])
+
+    def answered(self, text: str) -> Shown:
+        """The episode's answer, cut to ``MAX_ANSWER_CHARS`` (the cut text is what gets scored)."""
+        answer = text[:MAX_ANSWER_CHARS]
+        grounded = any(contains_phrase(shown, answer) for shown in self.shown_norm)
+        self.answer = answer
+        self.page, self.page_ids = "answered", []
+        facts = {"answer": answer, "answer_words": len(normalize_answer(answer).split()), "answer_kind": answer_kind(answer),
+                 "answer_in_evidence": grounded, "action_allowed": True}
+        return self._step(f"Answer submitted: {answer}", "answer", facts, [])
+
+    def refused(self, tool: str, message: str, malformed: bool) -> Shown:
+        """Nothing executed; Search-R1 shows its fixed invalid-action message instead of ``message``."""
+        shown = SEARCH_R1_INVALID if self.grammar == "search-r1" else message
+        return self._step(shown, "" if malformed else tool, {"malformed": malformed}, [])
+
+    def _step(self, observation: str, tool: str, facts: dict[str, Any], entities: list[str]) -> Shown:
+        return Shown(observation, {**self.standing(), "tool": tool, **facts}, entities, self.signature(),
+                     self.context_key(tool))
+
+    def _show(self, shown_text: str, passages: Sequence[Passage], full: bool) -> dict[str, Any]:
+        """Remember what the agent was shown; the facts about it."""
+        ids = [p.id for p in passages]
+        new_ids = [i for i in ids if i not in self.listed_ids and i not in self.read_ids]
+        new_full = [p.id for p in passages if full and p.id not in self.read_ids]
+        self.listed_ids.update(ids)
+        if full:
+            self.read_ids.update(ids)
+        mentions = mentioned(shown_text, self.targets)
+        self.seen_targets = [t for t in self.targets if t in self.seen_targets or t in mentions]
+        self.shown_norm.append(normalize_answer(shown_text))
+        self.names_seen |= name_words(shown_text)
+        titles = list(dict.fromkeys(p.title for p in passages if p.title))
+        return {"result_ids": ids, "new_result_ids": new_ids, "num_results": len(ids), "new_passage_ids": new_full,
+                "result_titles": titles, "mentioned_targets": mentions,
+                "target_titles": title_matches(titles, self.targets), "revealed_value_kinds": value_kinds(shown_text)}

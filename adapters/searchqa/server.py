@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from rubricgym.adapters.searchqa.data import BUNDLED_CORPUS
-from rubricgym.adapters.searchqa.retrieval import BM25Retriever, Retriever, bm25_for_file
+from rubricgym.adapters.searchqa.engine import BM25Retriever, Retriever, bm25_for_file
 
 MAX_BODY = 1 << 20
 MAX_QUERIES = 256

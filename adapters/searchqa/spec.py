@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from rubricgym import BenchmarkSpec, EnvIdSpec
 from rubricgym.adapters.searchqa.facts import SearchQABinding, SearchQAFacts
-from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec
 
 _HERE = Path(__file__).parent
 _PACKAGE = "rubricgym.adapters.searchqa"
@@ -27,5 +27,5 @@ SPEC = BenchmarkSpec(
     operator_library=_HERE.parent.parent / "operator_libraries" / "searchqa.yaml",
     judge_rubric=_HERE / "rubric.yaml",
     context_key="grammar tool, retrieval stage (searches 0/1/2+), page, evidence stage (targets seen), answer stage",
-    expert=f"{_PACKAGE}.adapter:expert_actions",
+    expert=f"{_PACKAGE}.expert:expert_actions",
 )

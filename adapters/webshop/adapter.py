@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineState, EngineStep
+from rubricgym import Adapter, EngineFailure, EngineReset, EngineState, EngineStep, Outcome, ParsedAction
 from rubricgym.adapters.webshop.binder import bind_task
 from rubricgym.adapters.webshop.catalogue import BUNDLED_LABEL, Goal, bundled_catalogue
-from rubricgym.adapters.webshop.engine import BundledShop, oracle_actions
+from rubricgym.adapters.webshop.engine import BundledShop
 from rubricgym.adapters.webshop.facts import WebShopBinding, WebShopFacts
-from rubricgym.adapters.webshop.observe import ObservedShop, parse_command
+from rubricgym.adapters.webshop.observe import ObservedShop, ParsedCommand, parse_command
 from rubricgym.adapters.webshop.search import ProductIndex
-from rubricgym.contract import Outcome, ParsedAction
 
 SEARCH_HINT = "search[<keywords>]"
 
@@ -53,7 +52,7 @@ class WebShopAdapter(Adapter):
             self._task_ids = list(self.shop.goals)
             self.source = BUNDLED_LABEL
         elif engine == "real":
-            from rubricgym.adapters.webshop.real import RealShop
+            from rubricgym.adapters.webshop.real import RealShop  # lazy: only WebShop's own engine needs it
 
             self.shop = RealShop(split=split, **engine_kwargs)
             self._task_ids = list(self.shop.goal_ids)
@@ -110,7 +109,7 @@ class WebShopAdapter(Adapter):
             observation=text, state_signature=self._world.signature(),
             admissible_actions=admissible_actions(self._available), entities=self._world.entities(),
             context_key=self._world.context_key(), benchmark_facts=facts, reward=self._reward,
-            terminated=self._done, accepted=not refused, error_text=_refusal(command, facts) if refused else "",
+            terminated=self._done, accepted=not refused, error_text=_refusal(command) if refused else "",
             info={"available_actions": dict(self._available)},
         )
 
@@ -151,22 +150,7 @@ class WebShopAdapter(Adapter):
         return self.shop.goal
 
 
-def _refusal(command: Any, facts: dict[str, Any]) -> str:
+def _refusal(command: ParsedCommand) -> str:
     if command.kind == "other":
         return "not an action: use search[keywords] or click[text of a clickable on the page] (nothing happened)"
     return f"click[{command.arg}]: no such clickable on this page (nothing happened)"
-
-
-def expert_actions(adapter: WebShopAdapter) -> list[str]:
-    """The spec's expert: an oracle that knows the goal product (search with the instruction,
-    open the target, read its features, select the goal options, buy)."""
-    goal = adapter.goal()
-    if isinstance(goal, Goal):
-        hits = adapter.shop.index.search(goal.instruction_text)
-        return oracle_actions(goal, hits)
-    # WebShop's own goals: search with the instruction and open the target when it is listed
-    target = str(goal.get("asin", "")).lower()
-    options = goal.get("goal_options") or {}
-    values = list(options.values()) if isinstance(options, dict) else list(options)
-    return [f"search[{adapter.shop.instruction}]", f"click[{target}]",
-            *[f"click[{v}]" for v in values], "click[buy now]"]

@@ -12,7 +12,6 @@ anything else leaves the page as it is with reward 0, as in WebShop's text envir
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,13 +169,3 @@ class BundledShop:
         s = self.session
         return (s.asin if s.done else None), dict(s.options), s.breakdown
 
-
-def oracle_actions(goal: Goal, search_hits: Sequence[str]) -> list[str]:
-    """Search with the instruction, page to the target, open it, read its features, go
-    back, select the goal options, buy (``search_hits``: the hits of that search)."""
-    actions = [f"search[{goal.instruction_text}]"]
-    position = list(search_hits).index(goal.asin)
-    actions += ["click[next >]"] * (position // PRODUCT_WINDOW)
-    actions += [f"click[{goal.asin.lower()}]", "click[features]", "click[< prev]"]
-    actions += [f"click[{value}]" for value in goal.goal_options.values()]
-    return actions + ["click[buy now]"]

@@ -14,7 +14,7 @@ import importlib
 import importlib.util
 from typing import Any
 
-from rubricgym.registration import BenchmarkNotInstalled
+from rubricgym import BenchmarkNotInstalled
 
 TEXT_ENV_MODULE = "web_agent_site.envs.web_agent_text_env"
 SPLITS = {"test": (0, 500), "eval": (500, 1500), "train": (1500, None)}

@@ -14,6 +14,7 @@ English pipeline; tags can differ slightly). Success is reward 1.0.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -47,8 +48,6 @@ class RewardBreakdown(BaseModel):
 
 @lru_cache(maxsize=1)
 def _tagger() -> Any:
-    import importlib
-
     try:
         module = importlib.import_module(TAGGER_PACKAGE)
     except ImportError as exc:  # the extra is not installed

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import bm25s
 import numpy as np
 import regex
 
@@ -37,8 +38,6 @@ class ProductIndex:
     """A bm25s index over a product list, in that list's order."""
 
     def __init__(self, products: Sequence[Product]):
-        import bm25s
-
         self.asins = [p.asin for p in products]
         self._bm25 = bm25s.BM25()
         corpus = [tokenize(document_text(p)) or ["<empty>"] for p in products]

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from rubricgym import BenchmarkSpec, EnvIdSpec
 from rubricgym.adapters.webshop.facts import WebShopBinding, WebShopFacts
-from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec
 
 _HERE = Path(__file__).parent
 _PACKAGE = "rubricgym.adapters.webshop"
@@ -31,5 +31,5 @@ SPEC = BenchmarkSpec(
     operator_library=_HERE.parent.parent / "operator_libraries" / "webshop.yaml",
     judge_rubric=_HERE / "rubric.yaml",
     context_key="page type, open product, selected options and stage",
-    expert=f"{_PACKAGE}.adapter:expert_actions",
+    expert=f"{_PACKAGE}.expert:expert_actions",
 )

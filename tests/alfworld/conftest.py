@@ -7,7 +7,7 @@ from env_fixtures import make_env_fixture
 from requirements_guard import need
 
 import rubricgym  # noqa: F401  (registers the env ids)
-from rubricgym.adapters.alfworld.games import BUNDLED_ROOT
+from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import sys
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from rubricgym.adapters.alfworld.games import BUNDLED_ROOT, TASK_TYPES, collect_games
+from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT, TASK_TYPES, collect_games
 
 TRAIN = list(collect_games(BUNDLED_ROOT / "train"))
 EVAL = list(collect_games(BUNDLED_ROOT / "eval"))
@@ -140,7 +140,7 @@ def test_fresh_subprocess_make_without_import():
 def test_official_layout_loads_through_data_path(tmp_path):
     """Generated data in alfworld's json_2.1.1 layout loads like official data would."""
     from rubricgym.adapters.alfworld import ALFWorldAdapter
-    from rubricgym.adapters.alfworld.generator import main as generate
+    from rubricgym.adapters.alfworld.generate import main as generate
 
     assert generate(["--out", str(tmp_path), "--seed", "7", "--n", "1", "--splits", "valid_seen"]) == 0
     adapter = ALFWorldAdapter(split="eval", data_path=tmp_path)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rubricgym.adapters.alfworld.games import BUNDLED_ROOT, collect_games
+from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT, collect_games
 from rubricgym.adapters.alfworld.observe import ObservedWorld, entity_list, parse_command
 from rubricgym.contract import Transition
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from rubricgym.adapters.alfworld.games import BUNDLED_ROOT, collect_games
-from rubricgym.adapters.alfworld.generator import TASK_TYPES, generate_split, main
+from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT, collect_games
+from rubricgym.adapters.alfworld.generate import TASK_TYPES, generate_split, main
 
 
 def _tree(root):

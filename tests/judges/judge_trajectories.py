@@ -35,7 +35,7 @@ def record_alfworld_group(size: int = 3, task_index: int = 0, max_steps: int = 8
     import gymnasium as gym
 
     import rubricgym  # noqa: F401  (registers the env ids)
-    from rubricgym.adapters.alfworld.games import BUNDLED_ROOT
+    from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT
 
     env = gym.make("ALFWorld-Rubric-v0", reward="none", data_path=BUNDLED_ROOT, max_steps=max_steps)
     adapter = env.unwrapped.adapter

@@ -11,9 +11,9 @@ from requirements_guard import need
 from rubricgym.adapters.searchqa.answers import normalize_answer
 from rubricgym.adapters.searchqa.data import (BUNDLED_CORPUS, BUNDLED_QUESTIONS, DataFormatError, Passage,
                                               load_corpus, load_questions)
+from rubricgym.adapters.searchqa.engine import BM25Retriever
 from rubricgym.adapters.searchqa.generate import HOP2_K, ORACLE_K
 from rubricgym.adapters.searchqa.generate import main as generate
-from rubricgym.adapters.searchqa.retrieval import BM25Retriever
 
 CORPUS = load_corpus(BUNDLED_CORPUS)
 BY_ID = {p.id: p for p in CORPUS}

@@ -13,12 +13,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from searchqa.support import GRAMMARS, respond
-from rubricgym.adapters.searchqa.adapter import expert_actions
 from rubricgym.adapters.searchqa.data import BUNDLED_CORPUS, BUNDLED_QUESTIONS
-from rubricgym.operator_libraries import library_path
+from rubricgym.adapters.searchqa.expert import expert_actions
+from rubricgym.registration import operator_library
 from rubricgym.trca import load_library
 
-LIBRARY = load_library(library_path("SearchQA"))
+LIBRARY = load_library(operator_library("SearchQA"))
 BY_CATEGORY = {c: {o.id for o in LIBRARY.operators if o.category == c} for c in ("evidence", "invalidity", "execution")}
 
 

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from searchqa.support import GRAMMARS
-from rubricgym.operator_libraries import library_path
+from rubricgym.registration import operator_library
 from rubricgym.trca import load_library
 
-LIBRARY = load_library(library_path("SearchQA"))
+LIBRARY = load_library(operator_library("SearchQA"))
 INVALIDITY = {o.id for o in LIBRARY.operators if o.category == "invalidity"}
 B = LIBRARY.library.budgets
 

@@ -15,10 +15,10 @@ import httpx
 import pytest
 
 from searchqa.support import respond
-from rubricgym.adapters.searchqa.adapter import expert_actions
 from rubricgym.adapters.searchqa.data import BUNDLED_CORPUS, load_corpus
+from rubricgym.adapters.searchqa.engine import BM25Retriever
+from rubricgym.adapters.searchqa.expert import expert_actions
 from rubricgym.adapters.searchqa.http_client import HTTPRetriever, RetrievalUnavailable
-from rubricgym.adapters.searchqa.retrieval import BM25Retriever
 
 HANGING = textwrap.dedent("""
     import socket, sys, time

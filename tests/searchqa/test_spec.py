@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 from rubricgym.adapters.searchqa.facts import SearchQABinding, SearchQAFacts
-from rubricgym.judges.rubric import default_rubric_for
-from rubricgym.operator_libraries import library_path
-from rubricgym.registration import env_ids, get_spec
+from rubricgym.judges import load_rubric
+from rubricgym.registration import env_ids, get_spec, judge_rubric_file, operator_library
 from rubricgym.trca import load_library
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +24,7 @@ def test_spec_is_discovered_with_both_env_ids():
 
 
 def test_operator_library_is_valid_with_five_per_category():
-    lib = load_library(library_path("SearchQA"))
+    lib = load_library(operator_library("SearchQA"))
     assert lib.library.benchmark == "SearchQA"
     for category in ("evidence", "invalidity", "execution"):
         assert len([o for o in lib.operators if o.category == category]) == 5
@@ -36,7 +35,7 @@ def test_operator_library_is_valid_with_five_per_category():
 
 
 def test_packaged_judge_rubric():
-    rubric = default_rubric_for("SearchQA")
+    rubric = load_rubric(judge_rubric_file("SearchQA"))
     assert len(rubric.criteria) == 5 and any("grounded" in c.id for c in rubric.criteria)
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from rubricgym.adapters.webshop.binder import bind_task
 from rubricgym.adapters.webshop.catalogue import bundled_catalogue
-from rubricgym.adapters.webshop.generate_catalogue import TYPES, generate
+from rubricgym.adapters.webshop.generate import TYPES, generate
 
 NOUNS = {t.query: t.noun for t in TYPES}
 

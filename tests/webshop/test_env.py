@@ -8,8 +8,8 @@ import pytest
 from webshop.webshop_play import play
 from gymnasium.utils.env_checker import check_env
 
-from rubricgym.adapters.webshop.adapter import expert_actions
 from rubricgym.adapters.webshop.catalogue import BUNDLED_LABEL, bundled_catalogue
+from rubricgym.adapters.webshop.expert import expert_actions
 from rubricgym.adapters.webshop.real import real_env_available
 from rubricgym.registration import BenchmarkNotInstalled, get_spec
 

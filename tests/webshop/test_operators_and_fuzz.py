@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from webshop.webshop_play import wrap_action
 
-from rubricgym.adapters.webshop.adapter import expert_actions
 from rubricgym.adapters.webshop.catalogue import bundled_catalogue
+from rubricgym.adapters.webshop.expert import expert_actions
 from rubricgym.trca.validate import load_library
 
 LIBRARY = load_library("operator_libraries/webshop.yaml")

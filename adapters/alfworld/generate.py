@@ -7,7 +7,7 @@ Goals come from alfworld's goal library, instructions from its own ``add_task_to
 Each game is checked on the real engine: the fast-downward planner's ``policy_commands``
 must win it, and the planner's plan is stored as ``walkthrough``.
 
-    python -m rubricgym.adapters.alfworld.generator --out DIR --seed S --n N
+    python -m rubricgym.adapters.alfworld.generate --out DIR --seed S --n N
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rubricgym.adapters.alfworld.games import TASK_TYPES, seeded_global_random
+from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT, TASK_TYPES, seeded_global_random, start_engine
 from rubricgym.adapters.alfworld.rooms import (
     EXTRA_CAN_CONTAIN,
     LAMP_HOSTS,
@@ -41,7 +41,6 @@ SCENE_BASE = {"Kitchen": 0, "LivingRoom": 200, "Bedroom": 300, "Bathroom": 400}
 DOMAIN_RTYPES = ("SinkBasin", "Microwave", "Fridge")
 DOMAIN_OTYPES = ("Knife", "ButterKnife")
 NOT_PICKUPABLE = set(LAMPS)
-BUNDLE_DIR = Path(__file__).parent / "games"
 # bundled split name -> the official split it stands for
 BUNDLE_SPLITS = {"train": "train", "eval": "valid_seen"}
 
@@ -110,7 +109,7 @@ def _new_loc(rng: random.Random, used: set[str]) -> str:
 
 # -- sampling -----------------------------------------------------------------------------
 def _containers() -> dict[str, set[str]]:
-    import alfworld.gen.constants as C
+    import alfworld.gen.constants as C  # loaded on use: alfworld sets process-wide state on import
 
     holds = {r: set(objs) for r, objs in C.VAL_RECEPTACLE_OBJECTS.items()}
     for obj, receps in EXTRA_CAN_CONTAIN.items():
@@ -120,14 +119,14 @@ def _containers() -> dict[str, set[str]]:
 
 
 def _action_set(name: str) -> set[str]:
-    import alfworld.gen.constants as C
+    import alfworld.gen.constants as C  # loaded on use: alfworld sets process-wide state on import
 
     return set(C.VAL_ACTION_OBJECTS[name])
 
 
 def sample_game(task_type: str, rng: random.Random) -> GameSpec:
     """One room and task of ``task_type``; raises GenerationError when the draw cannot work."""
-    import alfworld.gen.constants as C
+    import alfworld.gen.constants as C  # loaded on use: alfworld sets process-wide state on import
 
     holds = _containers()
     room = rng.choice(sorted(C.GOALS_VALID[task_type]))
@@ -212,7 +211,7 @@ def sample_game(task_type: str, rng: random.Random) -> GameSpec:
 # -- PDDL ---------------------------------------------------------------------------------
 def goal_pddl(task_type: str, params: dict[str, object]) -> str:
     """Exactly what alfworld's goal library gives (then '#' -> '-'); it closes ``(define``."""
-    import alfworld.gen.goal_library as glib
+    import alfworld.gen.goal_library as glib  # loaded on use: alfworld sets process-wide state on import
 
     text = glib.gdict[task_type]["pddl"].format(
         obj=params["object_target"],
@@ -224,7 +223,7 @@ def goal_pddl(task_type: str, params: dict[str, object]) -> str:
 
 
 def problem_pddl(spec: GameSpec, name: str) -> str:
-    import alfworld.gen.constants as C
+    import alfworld.gen.constants as C  # loaded on use: alfworld sets process-wide state on import
 
     holds = _containers()
     otypes = sorted({i.cls for i in spec.items} | set(DOMAIN_OTYPES))
@@ -262,7 +261,7 @@ def problem_pddl(spec: GameSpec, name: str) -> str:
 
 # -- files --------------------------------------------------------------------------------
 def task_description(task_type: str, params: dict[str, object], rng: random.Random) -> str:
-    import alfworld.gen.goal_library as glib
+    import alfworld.gen.goal_library as glib  # loaded on use: alfworld sets process-wide state on import
 
     template = rng.choice(glib.gdict[task_type]["templates"])
     return template.format(**{k: str(params[f"{v}_target"]).lower() for k, v in
@@ -271,7 +270,7 @@ def task_description(task_type: str, params: dict[str, object], rng: random.Rand
 
 def write_game(split_dir: Path, spec: GameSpec, trial: str, phrase_seed: str) -> Path:
     """Write ``traj_data.json`` and ``game.tw-pddl``; returns the game file."""
-    from alfworld.agents.utils.misc import add_task_to_grammar
+    from alfworld.agents.utils.misc import add_task_to_grammar  # loaded on use: alfworld sets process-wide state on import
     from alfworld.info import ALFRED_PDDL_PATH, ALFRED_TWL2_PATH
 
     p = spec.params
@@ -309,12 +308,7 @@ def write_game(split_dir: Path, spec: GameSpec, trial: str, phrase_seed: str) ->
 
 def verify_game(game_file: Path) -> list[str]:
     """Play the planner's plan on the real engine; mark the game solvable. Raises if not won."""
-    import textworld
-    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-
-    infos = textworld.EnvInfos(won=True, admissible_commands=True, policy_commands=True)
-    env = textworld.start(str(game_file), request_infos=infos,
-                          wrappers=[AlfredDemangler(shuffle=False), AlfredInfos])
+    env = start_engine(game_file, shuffle=False, policy=True)
     try:
         state = env.reset()
         if state.won:
@@ -380,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="rewrite the bundled set (adapters/alfworld/games/{train,eval}); --n is per split")
     args = ap.parse_args(argv)
     if args.bundle:
-        targets = {split: BUNDLE_DIR / split for split in BUNDLE_SPLITS}
+        targets = {split: BUNDLED_ROOT / split for split in BUNDLE_SPLITS}
         counts = {"train": args.n, "eval": max(6, args.n // 2)}
     else:
         if args.out is None:

@@ -1,7 +1,7 @@
 """Deterministic generator of the bundled WebShop-protocol catalogue (NOT the official data).
 
-    python -m rubricgym.adapters.webshop.generate_catalogue          # rewrite data/*.json
-    python -m rubricgym.adapters.webshop.generate_catalogue --check  # fail if they differ
+    python -m rubricgym.adapters.webshop.generate          # rewrite data/*.json
+    python -m rubricgym.adapters.webshop.generate --check  # fail if they differ
 
 Twelve product types, six families per type, five near-duplicate variants per family: the
 base product, one with an attribute swapped, one without the goal's option values, one
@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from rubricgym.adapters.webshop.catalogue import (
     BUNDLED_LABEL, GOALS_FILE, PRODUCTS_FILE, Catalogue, Goal, Product, Review, read_catalogue, write_catalogue,
 )
+from rubricgym.adapters.webshop.reward import attribute_matched, purchase_reward
+from rubricgym.adapters.webshop.search import ProductIndex
 
 SEED = 20261201
 FAMILIES_PER_TYPE = 6
@@ -228,9 +230,6 @@ def generate(seed: int = SEED) -> Catalogue:
 def verify(catalogue: Catalogue) -> None:
     """Raise ``ValueError`` unless every goal is solvable and no product text leaks an
     attribute or option value it does not have."""
-    from rubricgym.adapters.webshop.reward import attribute_matched, purchase_reward
-    from rubricgym.adapters.webshop.search import ProductIndex
-
     types = {t.key: t for t in TYPES}
     problems: list[str] = []
     for p in catalogue.products:

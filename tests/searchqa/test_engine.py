@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rubricgym.adapters.searchqa.data import BUNDLED_QUESTIONS, Passage, load_questions
-from rubricgym.adapters.searchqa.retrieval import BM25Retriever, bm25_for_file, tokenize_query, top_k
+from rubricgym.adapters.searchqa.engine import BM25Retriever, bm25_for_file, tokenize_query, top_k
 
 
 @given(st.text(max_size=200))

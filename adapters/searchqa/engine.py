@@ -1,8 +1,10 @@
-"""Retrieval backends behind one small interface: ``search(query, k) -> list[Hit]``.
+"""SearchQA's engine: retrieval backends behind one small interface, ``search(query, k) ->
+list[Hit]``.
 
 ``BM25Retriever`` indexes a local corpus with bm25s (the default, offline); the HTTP client
-for a Search-R1 style server lives in ``http_client.py``. Both return passages in rank
-order; a query that matches nothing returns no hits (never zero-score filler).
+for a Search-R1 style server lives in ``http_client.py`` (it needs httpx and tenacity, so
+it is imported only when a server is used). Both return passages in rank order; a query
+that matches nothing returns no hits (never zero-score filler).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ TOKEN = re.compile(r"\b\w\w+\b")  # bm25s's default token pattern (no backtracki
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
+    from bm25s.stopwords import STOPWORDS_EN  # optional: only the local index needs bm25s
 
     return frozenset(STOPWORDS_EN)
 
@@ -59,7 +61,7 @@ class BM25Retriever:
     """bm25s (Lucene BM25, English stop words, no stemming) over an in-memory corpus."""
 
     def __init__(self, passages: Sequence[Passage]):
-        import bm25s
+        import bm25s  # optional: only the local index needs bm25s (a retrieval server does not)
 
         if not passages:
             raise ValueError("BM25Retriever needs at least one passage")

@@ -1,0 +1,10 @@
+"""ALFWorld's expert player (``spec.expert``): the fast-downward planner's walkthrough."""
+
+from __future__ import annotations
+
+from rubricgym.adapters.alfworld.adapter import ALFWorldAdapter
+
+
+def expert_actions(adapter: ALFWorldAdapter) -> list[str]:
+    """The planner's walkthrough for the adapter's current game."""
+    return adapter.expert_plan()
