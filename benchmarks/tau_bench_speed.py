@@ -24,7 +24,7 @@ import gymnasium as gym
 
 import rubricgym  # noqa: F401
 from rubricgym.adapters.tau_bench import engine as tau
-from rubricgym.adapters.tau_bench.gold import expert_actions
+from rubricgym.adapters.tau_bench.expert import gold_replay
 from rubricgym.adapters.tau_bench.users import ScriptedUser
 from tau2.gym.gym_agent import AgentGymEnv
 
@@ -97,7 +97,7 @@ def main() -> int:
     env = gym.make(ENV_IDS[args.domain], max_steps=1000)  # default reward: the TRCA operator library
     dom = env.unwrapped.adapter.domain
     tasks = [dom.tasks[t] for t in dom.order[: args.tasks]]
-    plans = {t.id: expert_actions(t) for t in tasks}
+    plans = {t.id: gold_replay(t) for t in tasks}
     run_rubricgym(env, tasks[:1], plans)  # warm both sides (imports, first DB validation)
     run_tau2(args.domain, tasks[:1], plans)
     rounds = []

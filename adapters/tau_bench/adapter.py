@@ -9,27 +9,15 @@ terminal reward; an evaluator or user-simulator error is an ``EngineFailure``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineState, EngineStep
+from rubricgym import Adapter, EngineFailure, EngineReset, EngineState, EngineStep, Outcome, ParsedAction
 from rubricgym.adapters.tau_bench import engine as tau
 from rubricgym.adapters.tau_bench.binder import bind_task
 from rubricgym.adapters.tau_bench.facts import TauBenchBinding, TauBenchFacts
-from rubricgym.adapters.tau_bench.gold import expert_actions as _expert_actions
-from rubricgym.adapters.tau_bench.observe import (
-    TRANSFER_TOOL,
-    AgentCall,
-    argument_values,
-    asks_user,
-    parse_agent_action,
-    result_entities,
-    schema_problems,
-    text_entities,
-    truncate,
-)
+from rubricgym.adapters.tau_bench.observe import AgentCall, ObservedConversation, parse_agent_action
 from rubricgym.adapters.tau_bench.users import (
     LLMUser,
     LLMUserSettings,
@@ -37,8 +25,6 @@ from rubricgym.adapters.tau_bench.users import (
     ScriptedUserConfig,
     UserSimulatorFailure,
 )
-from rubricgym.benchmark import ExpertAction
-from rubricgym.contract import Outcome, ParsedAction
 
 PROTOCOL = (
     "Reply with <think>...</think> then exactly one <action>...</action>. The action is ONE tool call as JSON, "
@@ -46,7 +32,6 @@ PROTOCOL = (
     'to the customer. Several calls in one action execute none. Call {"name": "done", "arguments": {}} '
     "or write ###STOP### when the conversation is over."
 )
-_MUTABLE_TYPES = frozenset({"write", "generic"})
 
 
 class TauBenchAdapter(Adapter):
@@ -80,15 +65,9 @@ class TauBenchAdapter(Adapter):
         self._orch: Any = None
         self._task: Any = None
         self._binding = TauBenchBinding()
-        self._tools: dict[str, Any] = {}
-        self._user_tool_names: frozenset[str] = frozenset()
-        self._fingerprint = ("", "")
-        self._entities: dict[str, None] = {}
+        self._observed = ObservedConversation(self.domain.name, hash_reads)
         self._calls = 0
-        self._writes = 0
-        self._last = "start"
         self._reward_info: Any = None
-        self._failed = ""
 
     # -- contract -----------------------------------------------------------------------
     def task_ids(self) -> Sequence[str]:
@@ -98,10 +77,9 @@ class TauBenchAdapter(Adapter):
         if task_id not in self.domain.tasks:
             raise KeyError(f"unknown {self.domain.name} task {task_id!r}")
         self._task = task = self.domain.tasks[task_id]
-        self._reward_info, self._failed = None, ""
-        self._calls = self._writes = 0
-        self._last = "start"
-        self._entities = {}
+        self._reward_info = None
+        self._calls = 0
+        self._observed = ObservedConversation(self.domain.name, self.hash_reads)
         try:
             env = self.domain.environment()
             self._orch = tau.new_orchestrator(self.domain, task, self._user(task, env), env, seed, self.max_errors)
@@ -111,22 +89,23 @@ class TauBenchAdapter(Adapter):
                 raise RuntimeError(f"the conversation ended before the agent's first turn ({self._orch.termination_reason})")
         except Exception as exc:
             raise EngineFailure(f"tau2 could not start {task_id}: {type(exc).__name__}: {str(exc)[:300]}") from exc
-        self._tools = {t.name: t for t in env.get_tools()}
-        self._user_tool_names = frozenset(t.name for t in tau.user_tools(env) or [])
-        self._fingerprint = tau.db_fingerprint(env)
+        schemas = [t.openai_schema for t in env.get_tools()]
+        user_texts = tau.replies(opening).user_texts
+        facts = self._observed.start(
+            parameters={s["function"]["name"]: s["function"]["parameters"] for s in schemas},
+            tool_types=tau.tool_types(env), user_tools=(t.name for t in tau.user_tools(env) or []),
+            fingerprint=tau.db_fingerprint(env), user_texts=user_texts)
         self._binding = bind_task(task.user_scenario.model_dump(mode="json"))
-        for m in opening:
-            self._see(text_entities(m.content) if isinstance(m, tau.UserMessage) and m.content else [])
         conversation = self._render(opening)
-        instruction = next((m.content for m in opening if isinstance(m, tau.UserMessage) and m.content), "")
+        instruction = user_texts[0] if user_texts else ""
         return EngineReset(
-            observation=f"{PROTOCOL}\n\nConversation so far:\n{conversation}\n\n{self._header(env)}",
+            observation=f"{PROTOCOL}\n\nConversation so far:\n{conversation}\n\n{self._header(env, schemas)}",
             instruction=f"Help the {self.domain.name} customer: {instruction}",
-            state_signature=self._signature(),
-            entities=list(self._entities),
-            context_key=self._context_key(),
-            benchmark_facts={"domain": self.domain.name},
-            info={"domain": self.domain.name, "tools": sorted(self._tools), "user": self.user_kind},
+            state_signature=self._observed.signature(),
+            entities=self._observed.entities(),
+            context_key=self._observed.context_key(),
+            benchmark_facts=facts,
+            info={"domain": self.domain.name, "tools": sorted(self._observed.parameters), "user": self.user_kind},
         )
 
     def step(self, action: ParsedAction) -> EngineStep:
@@ -137,7 +116,7 @@ class TauBenchAdapter(Adapter):
         call = parse_agent_action(action.action or "")
         if call.kind == "invalid":
             return self._invalid(call)
-        facts = self._call_facts(call)
+        self._observed.act(call, self._errors())
         message = self._assistant_message(call)
         self._calls += 1
         start = len(self._orch.trajectory)
@@ -149,20 +128,22 @@ class TauBenchAdapter(Adapter):
             raise EngineFailure(str(exc)) from None
         except Exception as exc:
             raise EngineFailure(f"tau2 step failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
-        facts.update(self._outcome_facts(call, new))
-        reward, terminated = 0.0, bool(self._orch.done)
-        if terminated:
-            reward = self._evaluate()
-            facts["termination"] = self._orch.termination_reason.value
-        self._last = call.name if call.kind == "tool" else call.kind
+        orch = self._orch
+        terminated = bool(orch.done)
+        facts = self._observed.answered(
+            tau.replies(new), errors=self._errors(),
+            user_stopped=terminated and orch.termination_reason == tau.TerminationReason.USER_STOP,
+            termination=orch.termination_reason.value if terminated else "",
+            fingerprint=lambda: tau.db_fingerprint(orch.environment))
+        reward = self._evaluate() if terminated else 0.0
         observation = self._render(new[1:]) or "(no reply)"
         if terminated:
             observation += f"\n[conversation ended: {self._orch.termination_reason.value}]"
         return EngineStep(
             observation=observation,
-            state_signature=self._signature(),
-            entities=list(self._entities),
-            context_key=self._context_key(),
+            state_signature=self._observed.signature(),
+            entities=self._observed.entities(),
+            context_key=self._observed.context_key(),
             benchmark_facts=facts,
             reward=reward,
             terminated=terminated,
@@ -173,7 +154,7 @@ class TauBenchAdapter(Adapter):
 
     def invalid_step(self, action: ParsedAction, state: EngineState) -> EngineStep:
         step = super().invalid_step(action, state)
-        return step.model_copy(update={"benchmark_facts": self._standing_facts()})
+        return step.model_copy(update={"benchmark_facts": self._observed.standing_facts(self._errors())})
 
     def binding(self) -> TauBenchBinding:
         return self._binding
@@ -191,7 +172,7 @@ class TauBenchAdapter(Adapter):
         })
 
     def render_state(self) -> str:
-        return self._signature()
+        return self._observed.signature()
 
     def close(self) -> None:
         self._orch = None
@@ -249,83 +230,19 @@ class TauBenchAdapter(Adapter):
             return tau.AssistantMessage(role="assistant", content="###STOP###")
         return tau.AssistantMessage(role="assistant", content=call.message)
 
-    def _call_facts(self, call: AgentCall) -> dict[str, Any]:
-        facts = self._standing_facts()
-        facts.update(call_kind=call.kind, num_calls=call.num_calls, tool_name=call.name)
-        if call.kind == "tool":
-            tool = self._tools.get(call.name)
-            problems = schema_problems(tool.openai_schema["function"]["parameters"], call.arguments) if tool else []
-            facts.update(
-                tool_arguments=_jsonable(call.arguments), argument_values=argument_values(call.arguments),
-                tool_known=tool is not None, user_side_tool=tool is None and call.name in self._user_tool_names,
-                tool_type=self._tool_type(call.name), arguments_valid=tool is not None and not problems,
-                argument_problems=problems if tool else [f"unknown tool: {call.name}"],
-            )
-        elif call.kind in ("message", "stop"):
-            facts.update(message_text=truncate(call.message, 2000), asked_user=asks_user(call.message),
-                         agent_stopped=call.kind == "stop")
-        return facts
-
-    def _tool_type(self, name: str) -> str:
-        try:
-            return str(self._orch.environment.tools.tool_type(name).value).lower()
-        except Exception:  # unknown tool: tau2 has no type for it
-            return ""
-
-    def _outcome_facts(self, call: AgentCall, new: list[Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        agent_results = [m for m in new if isinstance(m, tau.ToolMessage) and m.requestor == "assistant"]
-        user_texts = [m.content for m in new if isinstance(m, tau.UserMessage) and m.content]
-        user_calls = [tc.name for m in new if isinstance(m, tau.UserMessage) and m.tool_calls for tc in m.tool_calls]
-        user_errors = sum(1 for m in new if isinstance(m, tau.ToolMessage) and m.requestor == "user" and m.error)
-        revealed: list[str] = []
-        if agent_results:
-            result = agent_results[0]
-            content = result.content or ""
-            revealed = (result_entities(content) or text_entities(content)) if not result.error else []
-            out.update(tool_error=bool(result.error), result_text=truncate(result.content or ""),
-                       result_entities=revealed)
-            if not result.error and call.name == TRANSFER_TOOL:
-                out["transferred"] = True
-            if not result.error and self._tool_type(call.name) == "write":
-                self._writes += 1
-        stated = [e for text in user_texts for e in text_entities(text)]
-        self._see(revealed + stated)
-        tool_type = self._tool_type(call.name) if call.kind == "tool" else ""
-        if user_calls or tool_type in _MUTABLE_TYPES or (call.kind == "tool" and self.hash_reads):
-            before, self._fingerprint = self._fingerprint, tau.db_fingerprint(self._orch.environment)
-            out.update(db_changed=before[0] != self._fingerprint[0], user_db_changed=before[1] != self._fingerprint[1])
-        user_stop = bool(self._orch.done and self._orch.termination_reason == tau.TerminationReason.USER_STOP)
-        out.update(user_reply=truncate("\n".join(user_texts), 2000), user_entities=list(dict.fromkeys(stated)),
-                   user_tool_calls=user_calls, user_tool_errors=user_errors, user_stopped=user_stop,
-                   write_calls=self._writes, errors_so_far=int(self._orch.num_errors))
-        return out
-
-    def _standing_facts(self) -> dict[str, Any]:
-        return {"domain": self.domain.name, "write_calls": self._writes,
-                "errors_so_far": int(self._orch.num_errors) if self._orch is not None else 0}
+    def _errors(self) -> int:
+        """tau2's count of tool errors this episode (it ends the conversation at ``max_errors``)."""
+        return int(self._orch.num_errors) if self._orch is not None else 0
 
     def _invalid(self, call: AgentCall) -> EngineStep:
-        facts = self._standing_facts()
-        facts.update(call_kind="invalid", call_error=call.error, num_calls=call.num_calls)
         text = f"Invalid action ({call.error}): {call.detail}. Nothing was executed. {PROTOCOL}"
-        return EngineStep(observation=text, state_signature=self._signature(), entities=list(self._entities),
-                          context_key=self._context_key(), benchmark_facts=facts, accepted=False, error_text=text)
+        return EngineStep(observation=text, state_signature=self._observed.signature(),
+                          entities=self._observed.entities(), context_key=self._observed.context_key(),
+                          benchmark_facts=self._observed.invalid_facts(call, self._errors()), accepted=False,
+                          error_text=text)
 
-    def _see(self, ids: list[str]) -> None:
-        for e in ids:
-            self._entities.setdefault(e, None)
-
-    def _signature(self) -> str:
-        digest = hashlib.sha256("|".join(self._fingerprint).encode())
-        digest.update("\x1f".join(self._entities).encode())
-        return digest.hexdigest()[:24]
-
-    def _context_key(self) -> str:
-        return f"{self.domain.name}|after:{self._last}|writes:{min(self._writes, 3)}"
-
-    def _header(self, env: Any) -> str:
-        tools = [t.openai_schema for t in env.get_tools()]
+    def _header(self, env: Any, tools: list[dict[str, Any]]) -> str:
+        """The policy and the agent's tools (OpenAI function schemas) shown at reset."""
         return (f"You are a customer service agent in the tau2 {self.domain.name} domain. Follow the policy.\n"
                 f"<policy>\n{env.get_policy()}\n</policy>\n\nTools (OpenAI function schemas):\n"
                 f"{json.dumps(tools, separators=(',', ':'))}")
@@ -342,15 +259,3 @@ class TauBenchAdapter(Adapter):
             elif isinstance(m, tau.ToolMessage) and m.requestor == "assistant":
                 lines.append(f"tool: {m.content}")
         return "\n".join(lines)
-
-
-def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return json.loads(json.dumps(value))
-    except (TypeError, ValueError, RecursionError):
-        return {}
-
-
-def expert_actions(adapter: TauBenchAdapter) -> list[str | ExpertAction]:
-    """The spec's expert player: the task's gold actions (see ``gold``)."""
-    return [ExpertAction(a) for a in _expert_actions(adapter.task)]

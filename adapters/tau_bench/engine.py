@@ -29,6 +29,8 @@ from typing import Any
 
 from loguru import logger
 
+from rubricgym.adapters.tau_bench.observe import Replies, ToolResult
+
 logger.disable("tau2")  # tau2 logs every message at DEBUG/INFO through loguru's default sink
 
 
@@ -84,7 +86,7 @@ _CACHE: dict[str, Domain] = {}
 __all__ = [
     "AssistantMessage", "Domain", "DriverAgent", "Environment", "Message", "MultiToolMessage", "Orchestrator",
     "RewardInfo", "Role", "Task", "TerminationReason", "Tool", "ToolCall", "ToolMessage", "UserMessage", "db_fingerprint",
-    "domain", "evaluate", "finished_run",
+    "domain", "evaluate", "finished_run", "replies", "tool_types",
 ]
 
 
@@ -148,6 +150,28 @@ def db_fingerprint(env: Environment) -> tuple[str, str]:
         db = getattr(tools, "db", None) if tools is not None else None
         return hashlib.sha256(db.model_dump_json().encode()).hexdigest() if db is not None else ""
     return one(env.tools), one(env.user_tools)
+
+
+def tool_types(env: Environment) -> dict[str, str]:
+    """tau2's declared type of each agent tool, lower case: read, write, think or generic."""
+    types: dict[str, str] = {}
+    for name in env.tools.tools:
+        try:
+            types[name] = str(env.tools.tool_type(name).value).lower()
+        except AttributeError:  # a tool without a declared type
+            types[name] = ""
+    return types
+
+
+def replies(messages: list[Message]) -> Replies:
+    """What tau2's messages after an agent action hold for the facts (see ``observe``)."""
+    return Replies(
+        agent_results=[ToolResult(content=m.content or "", error=bool(m.error)) for m in messages
+                       if isinstance(m, ToolMessage) and m.requestor == "assistant"],
+        user_texts=[m.content for m in messages if isinstance(m, UserMessage) and m.content],
+        user_tool_calls=[tc.name for m in messages if isinstance(m, UserMessage) and m.tool_calls for tc in m.tool_calls],
+        user_tool_errors=sum(1 for m in messages if isinstance(m, ToolMessage) and m.requestor == "user" and m.error),
+    )
 
 
 class DriverAgent(LocalAgent):

@@ -10,8 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from rubricgym.adapter import TaskBinding
-from rubricgym.contract import Facts
+from rubricgym import Facts, TaskBinding
 
 
 class TauBenchFacts(Facts):

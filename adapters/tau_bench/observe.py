@@ -1,13 +1,19 @@
-"""Fact extraction for tau-bench as pure functions of the agent's action text and tau2's replies.
+"""tau-bench's facts, built from the agent's action text and tau2's replies.
 
-Nothing here imports tau2: every function works on recorded strings and plain data, so the
-classification of malformed calls and the entity ids can be tested without the engine.
+Pure functions classify actions, check arguments against tool schemas and find entity ids;
+``ObservedConversation`` keeps the episode's memory (ids seen, accepted writes, database
+fingerprints, the last action) and builds each step's facts dict from it.
+
+Nothing here imports tau2: everything works on recorded strings and plain data (``Replies``),
+so the classification of malformed calls and the entity ids can be tested without the engine.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import regex
@@ -21,6 +27,8 @@ TRANSFER_TOOL = "transfer_to_human_agents"
 MAX_RESULT_CHARS = 4000  # tool results shown in facts (observations keep the full text)
 MAX_JSON_DEPTH = 32  # nested JSON deeper than this is refused, not walked
 MAX_ENTITIES_PER_STEP = 200
+MAX_MESSAGE_CHARS = 2000  # agent messages and user replies shown in facts
+MUTABLE_TOOL_TYPES = frozenset({"write", "generic"})  # tau2 tool types after which the databases are fingerprinted
 
 CallKind = Literal["tool", "message", "stop", "invalid"]
 
@@ -258,3 +266,145 @@ def _type_ok(spec: Mapping[str, Any], value: Any) -> bool:
 
 def truncate(text: str, limit: int = MAX_RESULT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` as plain JSON data, or ``{}`` when it does not round-trip."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError, RecursionError):
+        return {}
+
+
+# -- the episode's facts -------------------------------------------------------------------
+@dataclass
+class ToolResult:
+    content: str
+    error: bool
+
+
+@dataclass
+class Replies:
+    """What followed one agent action, as plain data (``engine.replies`` reads it off tau2's messages)."""
+
+    agent_results: list[ToolResult] = field(default_factory=list)  # results of the agent's own tool calls
+    user_texts: list[str] = field(default_factory=list)  # the user's non-empty messages
+    user_tool_calls: list[str] = field(default_factory=list)  # device tools the user ran (telecom)
+    user_tool_errors: int = 0  # how many of those failed
+
+
+class ObservedConversation:
+    """One episode's memory of what the agent observed, and the facts of each step built from it.
+
+    tau2's state enters only as the agent's tool schemas and types, the user's tool names,
+    database fingerprints (asked for only after steps that may write) and the error count.
+    ``hash_reads`` also fingerprints after read-only tools (the tests check tau2's declaration).
+    """
+
+    def __init__(self, domain: str, hash_reads: bool = False):
+        self.domain = domain
+        self.hash_reads = hash_reads
+        self.parameters: dict[str, Mapping[str, Any]] = {}
+        self.tool_types: dict[str, str] = {}
+        self.user_tools: frozenset[str] = frozenset()
+        self.fingerprint = ("", "")
+        self.writes = 0
+        self.last = "start"
+        self._entities: dict[str, None] = {}  # ids in first-seen order
+        self._call = AgentCall(kind="invalid")  # the call being executed (see ``act``) and its facts
+        self._facts: dict[str, Any] = {}
+
+    def start(self, parameters: Mapping[str, Mapping[str, Any]], tool_types: Mapping[str, str],
+              user_tools: Iterable[str], fingerprint: tuple[str, str], user_texts: Sequence[str]) -> dict[str, Any]:
+        """Begin after tau2's opening: ``parameters`` maps each agent tool to its arguments' JSON schema,
+        ``user_texts`` are the user's opening words. Returns the reset's facts."""
+        self.parameters, self.tool_types = dict(parameters), dict(tool_types)
+        self.user_tools, self.fingerprint = frozenset(user_tools), fingerprint
+        self._see([e for text in user_texts for e in text_entities(text)])
+        return {"domain": self.domain}
+
+    def standing_facts(self, errors: int) -> dict[str, Any]:
+        """Facts every step carries; ``errors`` is tau2's tool-error count so far."""
+        return {"domain": self.domain, "write_calls": self.writes, "errors_so_far": errors}
+
+    def invalid_facts(self, call: AgentCall, errors: int) -> dict[str, Any]:
+        """Facts of an action that was read as invalid and not executed."""
+        facts = self.standing_facts(errors)
+        facts.update(call_kind="invalid", call_error=call.error, num_calls=call.num_calls)
+        return facts
+
+    def act(self, call: AgentCall, errors: int) -> None:
+        """Note the agent's call before tau2 runs it (the facts describe the call as sent)."""
+        self._call, self._facts = call, self._call_facts(call, errors)
+
+    def answered(self, replies: Replies, *, errors: int, user_stopped: bool, termination: str,
+                 fingerprint: Callable[[], tuple[str, str]]) -> dict[str, Any]:
+        """The step's facts: the call's (see ``act``) and what followed it. ``termination`` is tau2's
+        reason ('' while the conversation goes on); ``fingerprint`` reads the databases now."""
+        call, facts, self._facts = self._call, self._facts, {}
+        facts.update(self._reply_facts(call, replies, errors, user_stopped, fingerprint))
+        if termination:
+            facts["termination"] = termination
+        self.last = call.name if call.kind == "tool" else call.kind
+        return facts
+
+    def tool_type(self, name: str) -> str:
+        """tau2's declared type of an agent tool ('' for unknown tools)."""
+        return self.tool_types.get(name, "")
+
+    def entities(self) -> list[str]:
+        return list(self._entities)
+
+    def signature(self) -> str:
+        digest = hashlib.sha256("|".join(self.fingerprint).encode())
+        digest.update("\x1f".join(self._entities).encode())
+        return digest.hexdigest()[:24]
+
+    def context_key(self) -> str:
+        return f"{self.domain}|after:{self.last}|writes:{min(self.writes, 3)}"
+
+    def _see(self, ids: Iterable[str]) -> None:
+        for e in ids:
+            self._entities.setdefault(e, None)
+
+    def _call_facts(self, call: AgentCall, errors: int) -> dict[str, Any]:
+        facts = self.standing_facts(errors)
+        facts.update(call_kind=call.kind, num_calls=call.num_calls, tool_name=call.name)
+        if call.kind == "tool":
+            schema = self.parameters.get(call.name)
+            known = schema is not None
+            problems = schema_problems(schema, call.arguments) if schema is not None else []
+            facts.update(
+                tool_arguments=_jsonable(call.arguments), argument_values=argument_values(call.arguments),
+                tool_known=known, user_side_tool=not known and call.name in self.user_tools,
+                tool_type=self.tool_type(call.name), arguments_valid=known and not problems,
+                argument_problems=problems if known else [f"unknown tool: {call.name}"],
+            )
+        elif call.kind in ("message", "stop"):
+            facts.update(message_text=truncate(call.message, MAX_MESSAGE_CHARS), asked_user=asks_user(call.message),
+                         agent_stopped=call.kind == "stop")
+        return facts
+
+    def _reply_facts(self, call: AgentCall, replies: Replies, errors: int, user_stopped: bool,
+                     fingerprint: Callable[[], tuple[str, str]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        revealed: list[str] = []
+        if replies.agent_results:
+            result = replies.agent_results[0]
+            revealed = (result_entities(result.content) or text_entities(result.content)) if not result.error else []
+            out.update(tool_error=result.error, result_text=truncate(result.content), result_entities=revealed)
+            if not result.error and call.name == TRANSFER_TOOL:
+                out["transferred"] = True
+            if not result.error and self.tool_type(call.name) == "write":
+                self.writes += 1
+        stated = [e for text in replies.user_texts for e in text_entities(text)]
+        self._see(revealed + stated)
+        tool_type = self.tool_type(call.name) if call.kind == "tool" else ""
+        if replies.user_tool_calls or tool_type in MUTABLE_TOOL_TYPES or (call.kind == "tool" and self.hash_reads):
+            before, self.fingerprint = self.fingerprint, fingerprint()
+            out.update(db_changed=before[0] != self.fingerprint[0], user_db_changed=before[1] != self.fingerprint[1])
+        out.update(user_reply=truncate("\n".join(replies.user_texts), MAX_MESSAGE_CHARS),
+                   user_entities=list(dict.fromkeys(stated)), user_tool_calls=replies.user_tool_calls,
+                   user_tool_errors=replies.user_tool_errors, user_stopped=user_stopped,
+                   write_calls=self.writes, errors_so_far=errors)
+        return out

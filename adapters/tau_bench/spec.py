@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from rubricgym.adapters.tau_bench.facts import TauBenchBinding, TauBenchFacts
-from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec
+from rubricgym import BenchmarkSpec, EnvIdSpec
 
 _HERE = Path(__file__).parent
 _PACKAGE = "rubricgym.adapters.tau_bench"
@@ -28,5 +28,5 @@ SPEC = BenchmarkSpec(
     operator_library=_HERE.parent.parent / "operator_libraries" / "tau_bench.yaml",
     judge_rubric=_HERE / "rubric.yaml",
     context_key="domain, the previous action (tool name or message) and how many writes succeeded (capped at 3)",
-    expert=f"{_PACKAGE}.adapter:expert_actions",
+    expert=f"{_PACKAGE}.expert:expert_actions",
 )

@@ -14,6 +14,7 @@ stop tokens (``###STOP###``, ``###TRANSFER###``) and evaluator treat them like i
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rubricgym.adapters.tau_bench.engine import Task, Tool, ToolMessage, UserMessage
 from rubricgym.bounded_http import DEFAULT_MAX_REPLY_BYTES, bounded_http_client
+from rubricgym.judges.client import classify_transport_error, retryable_transport_error
 from rubricgym.secret_refs import read_secret, refuse_inline_secrets
 from tau2.data_model.message import MultiToolMessage, ToolCall
 from tau2.user.base import STOP, TRANSFER, UserState
@@ -183,7 +185,7 @@ class LLMUser(UserSimulator):
 
     def client(self) -> Any:
         if self._client is None:
-            import openai
+            import openai  # lazy: only the LLM user needs it
 
             secret = read_secret(self.settings.api_key_env, self.settings.api_key_file)
             key = secret.get_secret_value() if secret is not None else ""
@@ -194,9 +196,7 @@ class LLMUser(UserSimulator):
         return self._client
 
     def _request(self, messages: list[dict[str, Any]]) -> Any:
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
-
-        from rubricgym.judges.client import classify_transport_error, retryable_transport_error
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential  # lazy: LLM user only
 
         kwargs: dict[str, Any] = {"model": self.settings.model, "messages": messages,
                                   "max_tokens": self.settings.max_tokens, "temperature": self.settings.temperature}
@@ -252,8 +252,6 @@ def _clean(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _args(text: str | None) -> dict[str, Any]:
-    import json
-
     try:
         value = json.loads(text or "{}")
     except ValueError:

@@ -8,7 +8,7 @@ import gymnasium as gym
 
 import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.adapters.tau_bench import engine as tau
-from rubricgym.adapters.tau_bench.gold import expert_actions, final_message, gold_actions
+from rubricgym.adapters.tau_bench.expert import final_message, gold_actions, gold_replay
 
 ENV_IDS = {"retail": "TauBench-Retail-Rubric-v0", "airline": "TauBench-Airline-Rubric-v0",
            "telecom": "TauBench-Telecom-Rubric-v0", "mock": "TauBench-Mock-Rubric-v0"}
@@ -27,7 +27,7 @@ def replay(env: gym.Env, task_id: str, drop: int | None = None, actions: list[st
     transitions and the last info; each step's TRCA judgments are appended to ``judgments``."""
     env.reset(seed=seed, options={"task_id": task_id})
     task = env.unwrapped.adapter.task
-    plan = expert_actions(task, drop) if actions is None else actions
+    plan = gold_replay(task, drop) if actions is None else actions
     info: dict[str, Any] = {}
     reward, done, n_final = 0.0, False, 0
     steps = list(plan)

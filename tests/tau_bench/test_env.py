@@ -40,13 +40,13 @@ def _episode(env, task_id, seed, actions):
 
 @pytest.mark.parametrize("domain", ["retail", "telecom"])
 def test_same_task_and_seed_give_identical_episodes(replay_mod, domain):
-    from rubricgym.adapters.tau_bench.gold import expert_actions
+    from rubricgym.adapters.tau_bench.expert import gold_replay
 
     env = replay_mod.make(domain, reward="default")
     adapter = env.unwrapped.adapter
     task_id = adapter.task_ids()[3]
     env.reset(seed=1, options={"task_id": task_id})
-    plan = expert_actions(adapter.task) + ['{"name": "nope", "arguments": {}}']
+    plan = gold_replay(adapter.task) + ['{"name": "nope", "arguments": {}}']
     first = _episode(env, task_id, 1, plan)
     again = _episode(env, task_id, 1, plan)
     assert first == again and len(first) > 3
@@ -122,12 +122,12 @@ def test_transfer_and_agent_stop(replay_mod):
 
 
 def test_telecom_device_tools_run_on_the_users_phone(replay_mod):
-    from rubricgym.adapters.tau_bench.gold import expert_actions
+    from rubricgym.adapters.tau_bench.expert import gold_replay
 
     env = replay_mod.make("telecom", reward="default")
     adapter = env.unwrapped.adapter
     env.reset(seed=0, options={"task_id": adapter.task_ids()[0]})
-    ask = expert_actions(adapter.task)[0]
+    ask = gold_replay(adapter.task)[0]
     assert ask.startswith("Please do the following on your phone")
     _, _, _, _, info = env.step(f"<action>{ask}</action>")
     f = info["transition"].facts

@@ -48,7 +48,7 @@ def domain_results(domain: str, judgments: list[dict[str, int]]) -> tuple[int, l
     """(tasks, gold replays below 1.0, ids still 1.0 without the last mutating call, ids 1.0 with no action)."""
     from replay import make, mutating_gold_indices, replay
 
-    from rubricgym.adapters.tau_bench.gold import gold_actions
+    from rubricgym.adapters.tau_bench.expert import gold_actions
 
     env = make(domain, reward="default")
     quiet_user = make(domain, scripted_user={"device_actions": False})

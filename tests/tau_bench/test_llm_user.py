@@ -33,9 +33,9 @@ def llama_server():
     need("tau2", "pip install 'rubricgym[tau_bench]'")
     need("openai", "pip install 'rubricgym[tau_bench]'")
     need_path(ROOT / ".venvs" / "llama" / "bin" / "python", "make setup builds the llama.cpp server venv")
-    from judge_test_servers import LlamaServer
+    from judge_test_servers import start_llama_server
 
-    srv = LlamaServer()
+    srv = start_llama_server()
     yield srv
     srv.stop()
 

@@ -8,6 +8,9 @@ from hypothesis import given, settings, strategies as st
 
 from rubricgym.adapters.tau_bench.observe import (
     MAX_JSON_DEPTH,
+    ObservedConversation,
+    Replies,
+    ToolResult,
     argument_values,
     asks_user,
     parse_agent_action,
@@ -98,3 +101,37 @@ def test_entities_and_questions():
         "#W2378156", "555-123-2002", "C1001", "L1002"}
     assert asks_user("Could you tell me your email?") and not asks_user("Your order has been cancelled.")
     assert sorted(argument_values({"a": "x", "b": [1, {"c": 2.5}], "d": True})) == ["1", "2.5", "x"]
+
+
+def test_observed_conversation_builds_facts_from_plain_replies():
+    seen = ObservedConversation("retail")
+    assert seen.start(parameters={"get_order_details": ORDER_SCHEMA, "cancel_pending_order": ORDER_SCHEMA},
+                      tool_types={"get_order_details": "read", "cancel_pending_order": "write"},
+                      user_tools=["toggle_airplane_mode"], fingerprint=("a", "u"),
+                      user_texts=["Hi, I want to cancel order #W2378156."]) == {"domain": "retail"}
+    assert seen.entities() == ["#W2378156"] and seen.context_key() == "retail|after:start|writes:0"
+    reads: list[int] = []
+
+    def fingerprint() -> tuple[str, str]:
+        reads.append(1)
+        return ("b", "u")
+
+    seen.act(parse_agent_action('{"name": "get_order_details", "arguments": {"order_id": "#W2378156"}}'), errors=0)
+    read = seen.answered(Replies(agent_results=[ToolResult('{"order_id": "#W2378156", "user_id": "mia_li_3668"}', False)]),
+                         errors=0, user_stopped=False, termination="", fingerprint=fingerprint)
+    assert reads == [] and read["tool_type"] == "read" and read["arguments_valid"] and not read["tool_error"]
+    assert read["result_entities"] == ["#W2378156", "mia_li_3668"] and "db_changed" not in read
+    signature = seen.signature()
+    seen.act(parse_agent_action('{"name": "cancel_pending_order", "arguments": {"order_id": "#W2378156"}}'), errors=0)
+    write = seen.answered(Replies(agent_results=[ToolResult('{"status": "cancelled"}', False)], user_texts=["Thanks!"]),
+                          errors=0, user_stopped=True, termination="user_stop", fingerprint=fingerprint)
+    assert reads == [1] and write["db_changed"] and not write["user_db_changed"] and write["write_calls"] == 1
+    assert write["termination"] == "user_stop" and write["user_reply"] == "Thanks!" and write["user_stopped"]
+    assert seen.signature() != signature and seen.context_key() == "retail|after:cancel_pending_order|writes:1"
+    seen.act(parse_agent_action('{"name": "toggle_airplane_mode", "arguments": {}}'), errors=0)
+    device = seen.answered(Replies(), errors=1, user_stopped=False, termination="", fingerprint=fingerprint)
+    assert device["user_side_tool"] and not device["tool_known"] and device["argument_problems"] == [
+        "unknown tool: toggle_airplane_mode"] and device["errors_so_far"] == 1
+    bad = seen.invalid_facts(parse_agent_action("[{}, {}]"), errors=1)
+    assert bad == {"domain": "retail", "write_calls": 1, "errors_so_far": 1, "call_kind": "invalid",
+                   "call_error": "multiple_calls", "num_calls": 2}

@@ -1,4 +1,4 @@
-"""The gold replay of a tau2 task as agent actions: the oracle expert and the tests' replay.
+"""tau-bench's expert player: the gold replay of a tau2 task as agent actions.
 
 Agent-side gold actions become tool-call actions; each run of user-side gold actions
 (telecom device actions) becomes one message asking the user to do them (the scripted user
@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import json
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from rubricgym import ExpertAction
+
+if TYPE_CHECKING:
+    from rubricgym.adapters.tau_bench.adapter import TauBenchAdapter
 
 
 def final_message(task: Any) -> str:
@@ -25,7 +30,7 @@ def gold_actions(task: Any) -> list[Any]:
     return list(ec.actions or []) if ec else []
 
 
-def expert_actions(task: Any, drop: int | None = None) -> list[str]:
+def gold_replay(task: Any, drop: int | None = None) -> list[str]:
     """Action texts (the ``<action>`` contents) replaying the gold actions, without gold action ``drop``."""
     steps: list[str] = []
     indexed = [(i, a) for i, a in enumerate(gold_actions(task)) if i != drop]
@@ -38,3 +43,8 @@ def expert_actions(task: Any, drop: int | None = None) -> list[str]:
             steps.extend(json.dumps({"name": a.name, "arguments": a.arguments}) for a in group)
     steps.append(final_message(task))
     return steps
+
+
+def expert_actions(adapter: TauBenchAdapter) -> list[str | ExpertAction]:
+    """The spec's expert player: the gold replay of the adapter's current task."""
+    return [ExpertAction(a) for a in gold_replay(adapter.task)]
