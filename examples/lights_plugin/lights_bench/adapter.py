@@ -1,13 +1,10 @@
-"""The engine (a dict of lamps) behind rubricgym's adapter contract: ~50 lines."""
+"""The engine behind rubricgym's adapter contract: about 30 lines."""
 
 from rubricgym import Adapter, EngineReset, EngineStep, Outcome, ParsedAction
+from lights_bench.binder import bind_task
+from lights_bench.engine import TASKS, Lamps
 from lights_bench.facts import LightsBinding, LightsFacts
-
-TASKS = {"two": ["desk", "hall"], "three": ["desk", "hall", "porch"]}
-
-
-def bind_task(instruction: str) -> LightsBinding:
-    return LightsBinding(lamps=instruction.removeprefix("Switch on: ").split(", "))
+from lights_bench.observe import step_facts, view
 
 
 class LightsAdapter(Adapter):
@@ -18,33 +15,21 @@ class LightsAdapter(Adapter):
     def task_ids(self) -> list[str]:
         return list(TASKS)
 
-    def _view(self) -> dict:
-        text = ", ".join(f"{k}={'on' if v else 'off'}" for k, v in self.lamps.items())
-        return {"observation": text, "state_signature": text, "entities": list(self.lamps),
-                "admissible_actions": [f"toggle {k}" for k in self.lamps], "context_key": text}
-
     def reset(self, task_id: str, seed: int | None) -> EngineReset:
-        self.lamps = dict.fromkeys(TASKS[task_id], False)
-        self.instruction = "Switch on: " + ", ".join(self.lamps)
-        return EngineReset(instruction=self.instruction, **self._view())
+        self.lamps = Lamps(TASKS[task_id])
+        self.instruction = "Switch on: " + ", ".join(self.lamps.on)
+        return EngineReset(instruction=self.instruction, **view(self.lamps))
 
     def step(self, action: ParsedAction) -> EngineStep:
         lamp = (action.action or "").removeprefix("toggle ").strip()
-        if lamp not in self.lamps:
-            return EngineStep(**self._view(), accepted=False, error_text=f"no lamp {lamp!r}",
-                              benchmark_facts={"lamp": lamp, "lamps_on": sum(self.lamps.values())})
-        self.lamps[lamp] = not self.lamps[lamp]
-        done = all(self.lamps.values())
-        return EngineStep(**self._view(), reward=float(done), terminated=done, benchmark_facts={
-            "lamp": lamp, "turned_on": self.lamps[lamp], "turned_off": not self.lamps[lamp],
-            "lamps_on": sum(self.lamps.values())})
+        toggled = self.lamps.toggle(lamp)
+        done = all(self.lamps.on.values())
+        return EngineStep(**view(self.lamps), reward=float(done), terminated=done, accepted=toggled,
+                          error_text="" if toggled else f"no lamp {lamp!r}",
+                          benchmark_facts=step_facts(self.lamps, lamp, toggled))
 
     def binding(self) -> LightsBinding:
         return bind_task(self.instruction)
 
     def outcome(self) -> Outcome:
-        return Outcome(success=all(self.lamps.values()))
-
-
-def expert(adapter: LightsAdapter) -> list[str]:
-    return [f"toggle {k}" for k, on in adapter.lamps.items() if not on]
+        return Outcome(success=all(self.lamps.on.values()))
