@@ -27,7 +27,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import rubricgym  # noqa: F401
-from rubricgym.adapters.appworld.client import EnvironmentClient
+from rubricgym.adapters.appworld.engine import EnvironmentClient
 from rubricgym.adapters.appworld.paths import appworld_python, offline_data_root
 from rubricgym.adapters.appworld.tasks import load_catalog
 

@@ -24,8 +24,8 @@ $(APPWORLD_STAMP):
 	touch $@
 
 # The generator and the scenario code are committed; regenerate when they change.
-$(APPWORLD_DATA_STAMP): $(APPWORLD_STAMP) $(wildcard adapters/appworld/tasks/*.py)
-	$(APPWORLD_PY) adapters/appworld/tasks/generate.py --root $(APPWORLD_DATA) --jobs $(APPWORLD_JOBS)
+$(APPWORLD_DATA_STAMP): $(APPWORLD_STAMP) adapters/appworld/generate.py $(wildcard adapters/appworld/tasks/*.py)
+	$(APPWORLD_PY) adapters/appworld/generate.py --root $(APPWORLD_DATA) --jobs $(APPWORLD_JOBS)
 	touch $@
 
 SETUP_TARGETS += $(APPWORLD_DATA_STAMP)

@@ -56,7 +56,7 @@ def _squash(name: str) -> str:
 
 def _vocabulary() -> tuple[set[str], set[str]]:
     try:
-        import alfworld.gen.constants as C
+        import alfworld.gen.constants as C  # loaded on use: alfworld sets process-wide state on import
     except ImportError:  # binder stays usable without the engine installed
         return set(), set()
     objects = {o.lower() for o in C.OBJECTS}

@@ -3,7 +3,6 @@ environment server (its own venv, its own process); agent code never runs in our
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -15,15 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineStep
+from rubricgym import Adapter, EngineFailure, EngineReset, EngineStep, Outcome, ParsedAction
 from rubricgym.adapters.appworld.binder import bind_task
-from rubricgym.adapters.appworld.client import EnvironmentClient, ServerCallError
+from rubricgym.adapters.appworld.engine import AppWorldServer, EnvironmentClient, ServerCallError
 from rubricgym.adapters.appworld.facts import AppWorldBinding, AppWorldFacts
 from rubricgym.adapters.appworld.grammar import CODE_GRAMMAR, code_of
-from rubricgym.adapters.appworld.observe import EpisodeMemory, observe_step
+from rubricgym.adapters.appworld.observe import ObservedEpisode
 from rubricgym.adapters.appworld.paths import OFFICIAL_SPLITS, official_data_root, offline_data_root
-from rubricgym.adapters.appworld.server import AppWorldServer
-from rubricgym.contract import Outcome, ParsedAction
 
 log = logging.getLogger(__name__)
 OFFLINE_SPLITS = {"default": "train", "offline_train": "train", "offline_dev": "dev", "offline_all": None}
@@ -43,30 +40,9 @@ class _Episode:
     task_id: str
     instruction: str
     binding: AppWorldBinding
-    memory: EpisodeMemory = field(default_factory=EpisodeMemory)
-    touched: set[str] = field(default_factory=set)
-    mutations: int = 0
-    explored: bool = False
-    completed: bool = False
+    observed: ObservedEpisode = field(default_factory=ObservedEpisode)
     evaluation: dict[str, Any] | None = None
     failure: str | None = None
-
-    def stage(self) -> str:
-        if self.completed:
-            return "completed"
-        if self.mutations:
-            return "mutated"
-        if self.memory.authenticated:
-            return "authenticated"
-        return "explored" if self.explored else "start"
-
-    def context_key(self) -> str:
-        return (f"apps={','.join(sorted(self.touched)) or '-'}|auth={','.join(sorted(self.memory.authenticated)) or '-'}"
-                f"|stage={self.stage()}")
-
-    def signature(self) -> str:
-        raw = json.dumps([sorted(self.memory.authenticated), self.mutations, self.completed])
-        return hashlib.sha1(raw.encode()).hexdigest()[:16]
 
 
 class AppWorldAdapter(Adapter):
@@ -146,6 +122,11 @@ class AppWorldAdapter(Adapter):
     def task_ids(self) -> Sequence[str]:
         return self._task_ids
 
+    @property
+    def task_id(self) -> str | None:
+        """The current episode's task (None before the first reset)."""
+        return self._episode.task_id if self._episode is not None else None
+
     # -- server ----------------------------------------------------------------------------
     def _bloated(self) -> bool:
         rss = self.server.rss_bytes() if self.memory_cap_bytes else None
@@ -157,7 +138,7 @@ class AppWorldAdapter(Adapter):
                         (self.server.rss_bytes() or 0) / 1024**3, (self.memory_cap_bytes or 0) / 1024**3)
             self.server.kill()
         if self._client is None or not self.server.alive() or not self.server.healthy():
-            if self.server.process is not None:
+            if self.server.pid is not None:
                 log.warning("AppWorld server %s is not healthy; restarting it", self.server.url)
             self.server.restart()
             if self._client is not None:
@@ -169,7 +150,7 @@ class AppWorldAdapter(Adapter):
     def _broken(self, exc: ServerCallError) -> EngineFailure:
         """Kill the server (a hung one cannot answer; a dead one is reaped); reset restarts it."""
         died = not self.server.alive()
-        code = self.server.process.returncode if self.server.process is not None else None
+        code = self.server.returncode
         killed_for = self.server.killed_for
         self.server.kill()
         self._world_open = False
@@ -220,8 +201,8 @@ class AppWorldAdapter(Adapter):
         return EngineReset(
             observation=observation,
             instruction=instruction,
-            state_signature=self._episode.signature(),
-            context_key=self._episode.context_key(),
+            state_signature=self._episode.observed.signature(),
+            context_key=self._episode.observed.context_key(),
             info={"supervisor": task["supervisor"], "datetime": task.get("datetime")},
         )
 
@@ -236,18 +217,11 @@ class AppWorldAdapter(Adapter):
         if not isinstance(result, dict) or not isinstance(result.get("output"), str):
             raise self._broken(ServerCallError(f"/execute_tracked sent an unexpected answer: {str(result)[:200]}"))
         output = result["output"]
-        seen = observe_step(code, output, result.get("requests") or [], episode.memory,
-                            resource_limit=result.get("limit"))
-        facts = seen.facts
-        episode.memory = seen.memory
-        episode.explored = episode.explored or facts["num_executed_calls"] > 0
-        episode.touched |= set(facts["apps_called"])
-        episode.mutations += int(facts["state_mutated"])
-        if seen.complete_task_served:
-            episode.completed = bool(self._call("task_completed"))
-        facts["task_completed"] = episode.completed
+        observed = episode.observed
+        seen = observed.observe(code, output, result.get("requests") or [], result.get("limit"),
+                                task_completed=lambda: self._call("task_completed"))
         reward = 0.0
-        if episode.completed:
+        if observed.completed:
             episode.evaluation = self._evaluate()
             reward = 1.0 if episode.evaluation.get("success") else 0.0
 
@@ -255,17 +229,16 @@ class AppWorldAdapter(Adapter):
         if len(observation) > self.max_observation_chars:
             observation = (observation[: self.max_observation_chars]
                            + f"\n... [output truncated: {len(output)} characters in all]")
-        error_text = "\n".join(output.strip().splitlines()[-3:]) if facts["execution_failed"] else ""
         return EngineStep(
             observation=observation,
-            state_signature=episode.signature(),
+            state_signature=observed.signature(),
             entities=seen.entities,
-            context_key=episode.context_key(),
-            benchmark_facts=facts,
+            context_key=observed.context_key(),
+            benchmark_facts=seen.facts,
             reward=reward,
-            terminated=episode.completed,
-            accepted=not facts["execution_failed"],
-            error_text=error_text,
+            terminated=observed.completed,
+            accepted=not seen.facts["execution_failed"],
+            error_text=seen.error_text,
         )
 
     def _evaluate(self) -> dict[str, Any]:
@@ -300,10 +273,10 @@ class AppWorldAdapter(Adapter):
             return Outcome(detail={"error": episode.failure or "not evaluated"})
         ev = episode.evaluation
         return Outcome(success=ev["success"], score=1.0 if ev["success"] else 0.0,
-                       detail={**ev, "task_completed": episode.completed, "task_id": episode.task_id})
+                       detail={**ev, "task_completed": episode.observed.completed, "task_id": episode.task_id})
 
     def render_state(self) -> str:
-        return self._episode.context_key() if self._episode else ""
+        return self._episode.observed.context_key() if self._episode else ""
 
     # -- teardown --------------------------------------------------------------------------
     def _close_world(self) -> None:

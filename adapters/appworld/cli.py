@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 APPWORLD_VERSION = "0.1.3.post1"
-GENERATOR = Path(__file__).with_name("tasks") / "generate.py"
+GENERATOR = Path(__file__).with_name("generate.py")  # run by AppWorld's python, not imported
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,12 +52,12 @@ def _setup(base: Path, python: str, jobs: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rubricgym.adapters.appworld.paths import AppWorldNotSetUp, appworld_python, offline_data_root
+    from rubricgym.adapters.appworld.paths import AppWorldNotSetUp, appworld_python, offline_data_root  # lazy CLI
 
     if args.action == "setup":
         return _setup(Path(args.base).resolve(), args.python, args.jobs)
     if args.action == "tasks":
-        from rubricgym.adapters.appworld.tasks import load_catalog
+        from rubricgym.adapters.appworld.tasks import load_catalog  # lazy CLI
 
         for task in load_catalog():
             print(f"{task['id']:22s} {task['split']:5s} {','.join(task['apps']):24s} {task['instruction']}")
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
                           "splits": {s: sum(t.get("split") == s for t in index["tasks"]) for s in ("train", "dev")}},
                          indent=1))
         return 0
-    from rubricgym.adapters.appworld.server import AppWorldServer
+    from rubricgym.adapters.appworld.engine import AppWorldServer  # lazy CLI
 
     server = AppWorldServer(root)
     server.start()

@@ -11,8 +11,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rubricgym.adapter import TaskBinding
-from rubricgym.contract import Facts
+from rubricgym import Facts, TaskBinding
 
 CallKind = Literal["read", "write", "auth", "answer"]
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rubricgym.parsing import TagGrammar
+from rubricgym import TagGrammar
 
 CODE_GRAMMAR = TagGrammar(action_tags=("action",), fence_kind="python")
 FENCE_LANGUAGES = frozenset({"", "python", "python3", "py"})

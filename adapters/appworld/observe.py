@@ -1,12 +1,14 @@
-"""Fact extraction for one AppWorld step: pure functions of what the engine returned (its
-output text, the requests its request tracker recorded, the code as written) and of the
-episode memory carried between steps."""
+"""All of AppWorld's fact building: pure functions of what the engine returned (its output
+text, the requests its request tracker recorded, the code as written) and of the episode
+memory carried between steps (``observe_step``), and ``ObservedEpisode``, the one tracker
+the adapter feeds each step; it also gives the state signature and context key."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
@@ -90,6 +92,7 @@ class StepObservation:
     entities: list[str]
     memory: EpisodeMemory
     complete_task_served: bool
+    error_text: str = ""  # the output's last lines when the execution failed
 
 
 def executed_facts(calls: list[ExecutedCall], memory: EpisodeMemory) -> tuple[dict[str, Any], EpisodeMemory]:
@@ -152,8 +155,8 @@ def code_facts(code: str) -> dict[str, Any]:
 
 def observe_step(code: str, output: str, requests: Iterable[Mapping[str, Any]], memory: EpisodeMemory,
                  resource_limit: str | None = None) -> StepObservation:
-    """All benchmark facts of one step (``task_completed`` is added by the adapter, which asks
-    AppWorld only when ``complete_task_served``)."""
+    """All benchmark facts of one step but ``task_completed`` (AppWorld is asked for it only
+    when ``complete_task_served``: ``ObservedEpisode.observe`` does)."""
     calls = [executed_call(r) for r in requests]
     facts, memory = executed_facts(calls, memory)
     out = analyze_output(output)
@@ -175,5 +178,50 @@ def observe_step(code: str, output: str, requests: Iterable[Mapping[str, Any]], 
         secret_kinds=out.secret_kinds,
         task_completed=False,
     )
+    error_text = "\n".join(output.strip().splitlines()[-3:]) if out.execution_failed else ""
     return StepObservation(facts=facts, entities=out.entity_ids + out.emails, memory=memory,
-                           complete_task_served=facts["complete_task_called"])
+                           complete_task_served=facts["complete_task_called"], error_text=error_text)
+
+
+@dataclass
+class ObservedEpisode:
+    """What one episode's facts, state signature and context key depend on, updated from
+    each step's engine output."""
+
+    memory: EpisodeMemory = field(default_factory=EpisodeMemory)
+    touched: set[str] = field(default_factory=set)  # apps called
+    mutations: int = 0  # steps with a successful write
+    explored: bool = False
+    completed: bool = False
+
+    def observe(self, code: str, output: str, requests: Iterable[Mapping[str, Any]], resource_limit: str | None,
+                task_completed: Callable[[], Any]) -> StepObservation:
+        """The step's observation, with ``task_completed`` from AppWorld (``task_completed()``
+        is called only when a ``complete_task`` request was served)."""
+        seen = observe_step(code, output, requests, self.memory, resource_limit=resource_limit)
+        facts = seen.facts
+        self.memory = seen.memory
+        self.explored = self.explored or facts["num_executed_calls"] > 0
+        self.touched |= set(facts["apps_called"])
+        self.mutations += int(facts["state_mutated"])
+        if seen.complete_task_served:
+            self.completed = bool(task_completed())
+        facts["task_completed"] = self.completed
+        return seen
+
+    def stage(self) -> str:
+        if self.completed:
+            return "completed"
+        if self.mutations:
+            return "mutated"
+        if self.memory.authenticated:
+            return "authenticated"
+        return "explored" if self.explored else "start"
+
+    def context_key(self) -> str:
+        auth = ",".join(sorted(self.memory.authenticated)) or "-"
+        return f"apps={','.join(sorted(self.touched)) or '-'}|auth={auth}|stage={self.stage()}"
+
+    def signature(self) -> str:
+        raw = json.dumps([sorted(self.memory.authenticated), self.mutations, self.completed])
+        return hashlib.sha1(raw.encode()).hexdigest()[:16]

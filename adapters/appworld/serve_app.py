@@ -32,11 +32,11 @@ class CPUTimeLimitError(Exception):
 
 def guard_data_root(root: str) -> None:
     """Wrap SafetyGuard.enable: agent code may not open files under the data root."""
-    import builtins
-    import io
-    import pathlib
+    import builtins  # AppWorld's venv: this script runs there
+    import io  # AppWorld's venv: this script runs there
+    import pathlib  # AppWorld's venv: this script runs there
 
-    from appworld.common.safety_guard import SafetyGuard
+    from appworld.common.safety_guard import SafetyGuard  # AppWorld's venv: this script runs there
 
     protected = os.path.realpath(root) + os.sep
     original_enable = SafetyGuard.enable
@@ -68,7 +68,7 @@ def guard_data_root(root: str) -> None:
 def annotate_requests() -> None:
     """Record, next to each entry of AppWorld's request tracker, the app/API it served and
     the response's status and size (the tracker itself keeps method, url and data only)."""
-    from appworld.requester import Requester
+    from appworld.requester import Requester  # AppWorld's venv: this script runs there
 
     def notes(requester: Any) -> dict[int, dict[str, Any]]:
         found = requester.__dict__.get("_rubricgym_notes")
@@ -118,7 +118,7 @@ def annotate_requests() -> None:
 
 def new_requests(world: Any) -> list[dict[str, Any]]:
     """Tracker entries added since the last call for this world, with their annotations."""
-    from fastapi.encoders import jsonable_encoder
+    from fastapi.encoders import jsonable_encoder  # AppWorld's venv: this script runs there
 
     requester = world.requester
     entries = requester.request_tracker.requests
@@ -137,7 +137,7 @@ def new_requests(world: Any) -> list[dict[str, Any]]:
 
 def budget_cpu(cpu_s: float) -> None:
     """Arm a CPU-time timer around each cell AppWorld runs; past it the cell is stopped."""
-    from appworld.environment import AppWorld
+    from appworld.environment import AppWorld  # AppWorld's venv: this script runs there
 
     def over_budget(signum: int, frame: Any) -> None:
         raise CPUTimeLimitError(CPU_LIMIT_MESSAGE.format(cpu_s=cpu_s))
@@ -161,9 +161,9 @@ def budget_cpu(cpu_s: float) -> None:
 
 
 def add_tracked_execute(app: Any, cpu_s: float) -> None:
-    from fastapi import Body
+    from fastapi import Body  # AppWorld's venv: this script runs there
 
-    import appworld.serve.environment as server
+    import appworld.serve.environment as server  # AppWorld's venv: this script runs there
 
     @app.post("/execute_tracked")
     async def execute_tracked(task_id: str = Body(...), code: str = Body(...)) -> dict[str, Any]:
@@ -195,13 +195,13 @@ def main() -> None:
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
 
-    import uvicorn
-    from appworld import update_root
+    import uvicorn  # AppWorld's venv: this script runs there
+    from appworld import update_root  # AppWorld's venv: this script runs there
 
     update_root(args.root)
     guard_data_root(args.root)
     annotate_requests()
-    from appworld.serve.environment import app
+    from appworld.serve.environment import app  # AppWorld's venv: this script runs there
 
     budget_cpu(args.cpu_s)
     add_tracked_execute(app, args.cpu_s)

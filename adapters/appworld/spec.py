@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from rubricgym import BenchmarkSpec, CommandSpec, EnvIdSpec
 from rubricgym.adapters.appworld.facts import AppWorldBinding, AppWorldFacts
-from rubricgym.benchmark import BenchmarkSpec, CommandSpec, EnvIdSpec
 
 _HERE = Path(__file__).parent
 _PACKAGE = "rubricgym.adapters.appworld"
@@ -15,6 +15,7 @@ SPEC = BenchmarkSpec(
     binding_model=AppWorldBinding,
     binder=f"{_PACKAGE}.binder:bind_task",
     adapter=f"{_PACKAGE}.adapter:AppWorldAdapter",
+    expert=f"{_PACKAGE}.expert:expert_actions",
     extra="appworld",
     requires=("httpx",),
     setup_hint="then build AppWorld's venv and offline tasks with `rubricgym appworld setup` (or `make appworld`)",

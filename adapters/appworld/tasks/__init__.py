@@ -1,5 +1,5 @@
 """The offline AppWorld task set: committed scenario code (scenarios.py, world.py,
-ground_truth.py) and the generator that turns it into a checked AppWorld data root at
+ground_truth.py), which ``../generate.py`` turns into a checked AppWorld data root at
 set-up (run in AppWorld's venv)."""
 
 from __future__ import annotations

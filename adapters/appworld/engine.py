@@ -1,60 +1,49 @@
-"""AppWorld environment servers: one process per concurrent env, on a loopback free port.
+"""AppWorld's engine: its environment server (one process per concurrent env, on a loopback
+free port) and the HTTP client that talks to it.
 
-AppWorld keeps one world per server process, so each env owns its server. Servers are
-started in their own session with a parent-death signal, tracked in a registry and
-stopped at exit, so none outlives the process that started it. Each server runs under an
-address-space cap (``memory_cap_bytes``) and a CPU-time budget per execution (``cpu_s``,
-enforced inside the server; ``watch_cpu`` kills a server whose agent code sits in C past it).
+AppWorld keeps one world per server process, so each env owns its server. The process
+lifecycle (parent-death signal, own session, address-space cap ``memory_cap_bytes``,
+SIGTERM then SIGKILL) is ``rubricgym.servers.ServerProcess``; here are AppWorld's own parts:
+the health probe, start retries on a taken port, a registry stopped at exit, a minimal
+child environment, and ``watch_cpu``, which kills a server whose agent code sits in C past
+its CPU budget (``cpu_s`` is enforced inside the server, where Python code runs).
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
 import logging
 import os
-import resource
 import signal
-import socket
 import subprocess
-import tempfile
 import threading
-import time
 import weakref
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from rubricgym.adapters.appworld.paths import appworld_python
+from rubricgym.servers import HOST, ServerProcess, free_port
 
 log = logging.getLogger(__name__)
 SERVE_SCRIPT = Path(__file__).with_name("serve_app.py")
 _LIVE: weakref.WeakSet[AppWorldServer] = weakref.WeakSet()
-_PR_SET_PDEATHSIG = 1
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 DEFAULT_MEMORY_CAP_BYTES = 4 * 1024**3
+START_ATTEMPTS = 3  # the free port can be taken between probe and bind
 
 
 class ServerStartError(RuntimeError):
     """The AppWorld server process did not come up."""
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+class ServerCallError(RuntimeError):
+    """A call to the server failed in transport; ``hung`` when it stopped answering in time."""
 
-
-def _child_setup(memory_cap_bytes: int | None):
-    def setup() -> None:  # runs in the child between fork and exec
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        except OSError:
-            pass
-        if memory_cap_bytes:
-            resource.setrlimit(resource.RLIMIT_AS, (memory_cap_bytes, memory_cap_bytes))
-
-    return setup
+    def __init__(self, message: str, hung: bool = False):
+        super().__init__(message)
+        self.hung = hung
 
 
 def process_cpu_seconds(pid: int) -> float | None:
@@ -91,9 +80,8 @@ class AppWorldServer:
         self.start_timeout_s = start_timeout_s
         self.stop_grace_s = stop_grace_s
         self.port: int | None = None
-        self.process: subprocess.Popen[bytes] | None = None
-        self._log_file: tempfile._TemporaryFileWrapper[bytes] | None = None
         self.starts = 0
+        self._server: ServerProcess | None = None
         self._lock = threading.Lock()
         self._http: httpx.Client | None = None  # one client: building one costs an SSL context
 
@@ -101,14 +89,23 @@ class AppWorldServer:
     def url(self) -> str:
         if self.port is None:
             raise RuntimeError("server not started")
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The server's process (None when stopped)."""
+        return self._server.process if self._server is not None else None
 
     @property
     def pid(self) -> int | None:
-        return self.process.pid if self.process else None
+        return self._server.pid if self._server is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._server.returncode if self._server is not None else None
 
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self._server is not None and self._server.alive()
 
     def healthy(self, timeout_s: float = 2.0) -> bool:
         if not self.alive():
@@ -120,35 +117,34 @@ class AppWorldServer:
         except httpx.HTTPError:
             return False
 
+    def _command(self, python: Path) -> list[str]:
+        return [str(python), str(SERVE_SCRIPT), "--port", str(self.port), "--root", str(self.data_root),
+                "--cpu-s", str(self.cpu_s)]
+
+    def _child_env(self) -> dict[str, str]:
+        """A minimal environment: agent code runs in this process, so it inherits no credentials."""
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "APPWORLD_ROOT": str(self.data_root),
+            "PYTHONUNBUFFERED": "1",
+        }
+
     def start(self) -> None:
         with self._lock:
             if self.alive():
                 return
             python = appworld_python()
-            for attempt in range(3):  # the free port can be taken between probe and bind
+            for attempt in range(START_ATTEMPTS):
                 self.port = free_port()
-                self._log_file = tempfile.NamedTemporaryFile(prefix="appworld-server-", suffix=".log")
-                env = {  # a minimal environment: agent code runs in this process
-                    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                    "HOME": os.environ.get("HOME", "/tmp"),
-                    "LANG": os.environ.get("LANG", "C.UTF-8"),
-                    "APPWORLD_ROOT": str(self.data_root),
-                    "PYTHONUNBUFFERED": "1",
-                }
                 self.killed_for = None
-                self.process = subprocess.Popen(
-                    [str(python), str(SERVE_SCRIPT), "--port", str(self.port), "--root", str(self.data_root),
-                     "--cpu-s", str(self.cpu_s)],
-                    cwd=str(self.data_root),
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=self._log_file,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    preexec_fn=_child_setup(self.memory_cap_bytes),
-                )
+                self._server = ServerProcess(self._command(python), env=self._child_env(), cwd=self.data_root,
+                                             log_prefix="appworld-server-", memory_cap_bytes=self.memory_cap_bytes,
+                                             new_session=True)
+                self._server.start()
                 _LIVE.add(self)
-                if self._wait_ready():
+                if self._server.wait_ready(lambda: self.healthy(timeout_s=1.0), self.start_timeout_s):
                     self.starts += 1
                     return
                 tail = self.log_tail()
@@ -157,36 +153,17 @@ class AppWorldServer:
                     raise ServerStartError(f"AppWorld server did not start (attempt {attempt + 1}):\n{tail}")
             raise ServerStartError("AppWorld server did not start: no free port could be bound")
 
-    def _wait_ready(self) -> bool:
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if self.process is None or self.process.poll() is not None:
-                return False
-            if self.healthy(timeout_s=1.0):
-                return True
-            time.sleep(0.1)
-        return False
-
     def log_tail(self, chars: int = 3000) -> str:
-        if self._log_file is None:
-            return ""
-        try:
-            return Path(self._log_file.name).read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
+        return self._server.log_tail(chars) if self._server is not None else ""
 
     def stop(self) -> None:
         """SIGTERM, wait on the PID up to ``stop_grace_s``, then SIGKILL and reap."""
         with self._lock:
-            if self.process is None:
+            if self._server is None:
                 return
-            if self.process.poll() is None:
-                try:
-                    self.process.terminate()
-                    self.process.wait(timeout=self.stop_grace_s)
-                except subprocess.TimeoutExpired:
-                    log.warning("AppWorld server pid %s ignored SIGTERM for %.0f s; killing", self.pid,
-                                self.stop_grace_s)
+            pid = self._server.pid
+            if not self._server.stop(self.stop_grace_s):
+                log.warning("AppWorld server pid %s ignored SIGTERM for %.0f s; killing", pid, self.stop_grace_s)
             self._kill()
 
     def kill(self) -> None:
@@ -195,24 +172,21 @@ class AppWorldServer:
             self._kill()
 
     def _kill(self) -> None:
-        if self.process is not None:
-            if self.process.poll() is None:
-                self.process.kill()
-            self.process.wait()
-            self.process = None
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
+        if self._server is not None:
+            self._server.kill()
+            self._server = None
         if self._http is not None:
             self._http.close()
             self._http = None
         _LIVE.discard(self)
 
     def cpu_seconds(self) -> float | None:
-        return process_cpu_seconds(self.process.pid) if self.process is not None else None
+        pid = self.pid
+        return process_cpu_seconds(pid) if pid is not None else None
 
     def rss_bytes(self) -> int | None:
-        return process_rss_bytes(self.process.pid) if self.process is not None else None
+        pid = self.pid
+        return process_rss_bytes(pid) if pid is not None else None
 
     def watch_cpu(self, limit_s: float, poll_s: float = 0.25) -> CpuWatch:
         """A watchdog for one call: SIGKILL the server once it used ``limit_s`` more CPU seconds
@@ -252,10 +226,10 @@ class CpuWatch:
                 return
 
     def __enter__(self) -> CpuWatch:
-        process = self.server.process
-        start = process_cpu_seconds(process.pid) if process is not None else None
-        if process is not None and start is not None and self.limit_s > 0:
-            self._thread = threading.Thread(target=self._watch, args=(process.pid, start), daemon=True)
+        pid = self.server.pid
+        start = process_cpu_seconds(pid) if pid is not None else None
+        if pid is not None and start is not None and self.limit_s > 0:
+            self._thread = threading.Thread(target=self._watch, args=(pid, start), daemon=True)
             self._thread.start()
         return self
 
@@ -270,3 +244,32 @@ def _stop_all() -> None:
     for server in list(_LIVE):
         server.stop_grace_s = min(server.stop_grace_s, 5.0)
         server.stop()
+
+
+class EnvironmentClient:
+    """Calls the server's ``/initialize``, ``/execute_tracked``, ``/task_completed``,
+    ``/evaluate``, ``/close``, with a bound on every call. Any transport problem (refused or
+    dropped connection, timeout, non-200 answer) becomes ``ServerCallError``."""
+
+    def __init__(self, url: str, call_timeout_s: float):
+        self.url = url
+        self.call_timeout_s = call_timeout_s
+        self._http = httpx.Client(base_url=url, timeout=call_timeout_s, trust_env=False)
+
+    def call(self, method: str, timeout_s: float | None = None, **payload: Any) -> Any:
+        try:
+            response = self._http.post("/" + method, json=payload, timeout=timeout_s or self.call_timeout_s)
+        except httpx.TimeoutException as exc:
+            raise ServerCallError(f"AppWorld server did not answer /{method} within "
+                                  f"{timeout_s or self.call_timeout_s:.0f} s", hung=True) from exc
+        except httpx.HTTPError as exc:
+            raise ServerCallError(f"AppWorld server unreachable on /{method}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code != 200:
+            raise ServerCallError(f"AppWorld server /{method} answered {response.status_code}: {response.text[:500]}")
+        try:
+            return response.json()["output"]
+        except (ValueError, KeyError) as exc:
+            raise ServerCallError(f"AppWorld server /{method} sent a malformed answer: {response.text[:200]}") from exc
+
+    def close(self) -> None:
+        self._http.close()

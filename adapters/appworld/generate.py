@@ -1,16 +1,16 @@
 """Generate and check the offline AppWorld data root (run with AppWorld's own venv python).
 
-    .venvs/appworld/bin/python adapters/appworld/tasks/generate.py --root .venvs/appworld-data [--jobs 2]
+    .venvs/appworld/bin/python adapters/appworld/generate.py --root .venvs/appworld-data [--jobs 2]
 
 Uses only the installed ``appworld`` package's own code (API docs built from its app
 source, its model classes, ``Task.save``, ``AppWorld.execute`` and its evaluator). The
 output is licence-protected material (API docs, app databases): it is generated here and
 never committed. Steps:
 
-1. build AppWorld's API docs and one world (``world.py``), saved once; every variant's task
+1. build AppWorld's API docs and one world (``tasks/world.py``), saved once; every variant's task
    folder links to those databases and has its own ``supervisor.db`` (its instruction) and
-   ground truth (``ground_truth.py``);
-2. run every variant's good and wrong solution (``scenarios.py``) in AppWorld and evaluate
+   ground truth (``tasks/ground_truth.py``);
+2. run every variant's good and wrong solution (``tasks/scenarios.py``) in AppWorld and evaluate
    them with AppWorld's evaluator, in ``--jobs`` worker processes; a variant whose good
    solution fails or whose wrong one passes is refused (left out of the index);
 3. write ``rubricgym_index.json`` (the accepted variants with split, apps and operations)
@@ -29,8 +29,9 @@ import sqlite3
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# The scenario code, imported as top-level modules: its package (``tasks/__init__.py``)
+# needs rubricgym, which AppWorld's venv does not have.
+TASKS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks")
 
 TASK_DATETIME = (2023, 5, 18, 12, 0, 0)
 BUILD_DATETIME = (2023, 5, 1, 9, 0, 0)  # "now" while the world is being built
@@ -66,7 +67,7 @@ def evaluation_code(checks: list[tuple[str, str, str]], canary: str) -> str:
 
 
 def write_ground_truth(root: str, variant: dict, gt: dict, canary: str) -> None:
-    from appworld.common.utils import write_file, write_json
+    from appworld.common.utils import write_file, write_json  # AppWorld's venv only
 
     d = os.path.join(root, "data", "tasks", variant["id"], "ground_truth")
     os.makedirs(d, exist_ok=True)
@@ -84,19 +85,21 @@ def write_ground_truth(root: str, variant: dict, gt: dict, canary: str) -> None:
 
 def build(root: str) -> tuple[list[dict], dict]:
     """API docs, the world, and every variant's task folder; returns the variants and timings."""
-    from appworld.apps import get_all_apps
-    from appworld.apps.admin.models import MainUserMunch
-    from appworld.apps.api_lib import set_local_date_and_time, unset_local_date_and_time
-    from appworld.collections.api_docs import ApiDocCollection
-    from appworld.collections.models import ModelCollection
-    from appworld.common.constants import CANARY_STRING, DB_VERSION
-    from appworld.common.datetime import DateTime
-    from appworld.common.utils import write_json
-    from appworld.task import Task
+    from appworld.apps import get_all_apps  # AppWorld's venv only
+    from appworld.apps.admin.models import MainUserMunch  # AppWorld's venv only
+    from appworld.apps.api_lib import set_local_date_and_time, unset_local_date_and_time  # AppWorld's venv only
+    from appworld.collections.api_docs import ApiDocCollection  # AppWorld's venv only
+    from appworld.collections.models import ModelCollection  # AppWorld's venv only
+    from appworld.common.constants import CANARY_STRING, DB_VERSION  # AppWorld's venv only
+    from appworld.common.datetime import DateTime  # AppWorld's venv only
+    from appworld.common.utils import write_json  # AppWorld's venv only
+    from appworld.task import Task  # AppWorld's venv only
 
-    import ground_truth as GT
-    import scenarios as SC
-    import world as W
+    if TASKS_DIR not in sys.path:
+        sys.path.insert(0, TASKS_DIR)
+    import ground_truth as GT  # AppWorld's venv only
+    import scenarios as SC  # AppWorld's venv only
+    import world as W  # AppWorld's venv only
 
     timings = {}
     t0 = clock()
@@ -153,7 +156,7 @@ def build(root: str) -> tuple[list[dict], dict]:
 
 
 def _run(task_id: str, cells: list[str], experiment: str) -> tuple[bool, str]:
-    from appworld import AppWorld
+    from appworld import AppWorld  # AppWorld's venv only
 
     with AppWorld(task_id=task_id, experiment_name=experiment, timeout_seconds=30) as world:
         output = ""
@@ -170,7 +173,7 @@ def check_variant(args: tuple[str, dict]) -> dict:
     """Good must pass AppWorld's evaluator, wrong must fail; runs in a worker process."""
     root, variant = args
     os.environ["APPWORLD_ROOT"] = root
-    from appworld import update_root
+    from appworld import update_root  # AppWorld's venv only
 
     update_root(root)
     experiment = f"rubricgym_setup_{os.getpid()}"
@@ -195,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     root = os.path.abspath(args.root)
     os.environ["APPWORLD_ROOT"] = root
     t0 = clock()
-    from appworld import update_root
+    from appworld import update_root  # AppWorld's venv only
 
     update_root(root)
     variants, timings = build(root)
