@@ -99,8 +99,17 @@ def get_spec(name: str) -> BenchmarkSpec:
 
 
 def operator_library(benchmark: str) -> Path:
-    """The TRCA operator library a benchmark ships (its spec's), by benchmark name or env id."""
-    spec = get_spec(benchmark)
+    """The TRCA operator library a benchmark ships (its spec's), by benchmark name, env id or
+    the library's file name (``alfworld.yaml``, ``alfworld``)."""
+    try:
+        spec = get_spec(benchmark)
+    except UnknownBenchmark:
+        wanted = benchmark.strip().lower()
+        named = [s for s in BENCHMARKS.values() if s.operator_library is not None
+                 and wanted in (Path(s.operator_library).name.lower(), Path(s.operator_library).stem.lower())]
+        if not named:
+            raise
+        spec = named[0]
     if spec.operator_library is None:
         raise LookupError(f"no operator library ships for {spec.name}; pass reward='none', or a path to your own "
                           "library (see docs/trca.md)")
@@ -109,7 +118,9 @@ def operator_library(benchmark: str) -> Path:
 
 def judge_rubric_file(benchmark: str) -> Path:
     """The static judge rubric file a benchmark ships (its spec's), by benchmark name or env id
-    (``rubricgym.judges.load_rubric`` reads it)."""
+    (``rubricgym.judges.load_rubric`` reads it); a path to an existing file is returned as is."""
+    if Path(benchmark).is_file():
+        return Path(benchmark)
     spec = get_spec(benchmark)
     if spec.judge_rubric is None:
         raise LookupError(f"benchmark {spec.name} ships no judge rubric; pass a rubric file (see docs/draco.md)")

@@ -47,8 +47,8 @@ class EnvSettings(_Section):
     factory: str | None = Field(None, description="'module:callable' returning a gym.Env (overrides id)")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gym.make / the factory")
     max_steps: int | None = Field(
-        None, ge=1, description="step budget per episode; default: the benchmark spec's. The main job (no env.id "
-        f"or env.factory given) plays {MAIN_JOB_MAX_STEPS}: its expert plans take 3-9 steps")
+        None, ge=1, description="step budget per episode; default: the benchmark spec's. Without env.id (the main "
+        f"job, or an env.factory) it is {MAIN_JOB_MAX_STEPS}: the main job's expert plans take 3-9 steps")
     tasks: list[str] | None = Field(None, description="task ids to train on (default: all the env offers)")
     num_tasks: int | None = Field(None, ge=1, description="use only the first N task ids")
     workers: int = Field(0, ge=0, description="0: envs step in the trainer's process; N: N env worker processes "
@@ -62,7 +62,7 @@ class EnvSettings(_Section):
     @model_validator(mode="before")
     @classmethod
     def _main_job_budget(cls, data: Any) -> Any:
-        if isinstance(data, dict) and not {"id", "factory", "max_steps"} & data.keys():
+        if isinstance(data, dict) and not {"id", "max_steps"} & data.keys():
             return {**data, "max_steps": MAIN_JOB_MAX_STEPS}
         return data
 

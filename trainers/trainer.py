@@ -239,7 +239,7 @@ class Trainer:
         adapter = getattr(self.collector.env(0).unwrapped, "adapter", None)
         static = str(get_estimator(self.config.algorithm.advantage).draco_variant).startswith("static")
         if judge_cfg.static_rubric:
-            rubric = load_rubric(judge_cfg.static_rubric)
+            rubric = load_rubric(judge_rubric_file(judge_cfg.static_rubric))
         elif static:  # the benchmark's packaged rubric; a clear error when it ships none
             rubric = judge_rubric(getattr(adapter, "benchmark", ""))
         else:

@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="results JSON-lines file (one line per group)")
     parser.add_argument("--ledger", help="ledger JSON (default: <out>.ledger.json)")
     parser.add_argument("--variant", default="static/credit", help=f"one of {[v.value for v in DracoVariant]} or 'full'")
-    parser.add_argument("--rubric", help="static rubric file (default: the benchmark's packaged one)")
+    parser.add_argument("--rubric", help="static rubric file, or a benchmark whose packaged one to use (default: the trajectories')")
     parser.add_argument("--group-size", type=int, default=None, help="split each task's trajectories into groups of N")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default: RUBRICGYM_JUDGE_BASE_URL)")
     parser.add_argument("--model", help="judge model name (default: RUBRICGYM_JUDGE_MODEL)")
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print("rubricgym judge: no trajectories in the file", file=sys.stderr)
         return 2
     try:
-        rubric = load_rubric(args.rubric) if args.rubric else load_rubric(judge_rubric_file(trajs[0].benchmark))
+        rubric = load_rubric(judge_rubric_file(args.rubric or trajs[0].benchmark))
         settings = _settings(args)
     except (OSError, ValueError, LookupError) as exc:
         print(f"rubricgym judge: {exc}", file=sys.stderr)

@@ -14,9 +14,9 @@ from judges.judge_test_servers import ScriptedJudgeServer
 from judges.judge_trajectories import make_trajectory
 
 from rubricgym.contract import save_jsonl
-from rubricgym.judges import DracoJudge, JudgeSettings, Verdict
-from rubricgym.registration import judge_rubric_file
+from rubricgym.judges import DracoJudge, JudgeSettings, Verdict, load_rubric
 from rubricgym.judges.structured import MAX_JSON_DEPTH, MAX_REPLY_CHARS, BadReply, extract_json_object
+from rubricgym.registration import judge_rubric_file
 
 HOSTILE = {
     "deep_nesting": "[" * 100_000 + "]" * 100_000,  # RecursionError in json.loads before the fix

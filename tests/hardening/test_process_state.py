@@ -18,6 +18,7 @@ import re
 import signal
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import gymnasium as gym
@@ -28,7 +29,7 @@ from requirements_guard import in_ci
 import rubricgym  # noqa: F401  (registers the ids)
 from rubricgym.benchmark import load_ref
 from rubricgym.process_state import DOCUMENTED_IMPORT_SETTINGS, preserved_process_state
-from rubricgym.registration import env_ids, get_spec
+from rubricgym.registration import ENTRY_POINT_GROUP, env_ids, get_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 #: ids the repository's own set-up (`make setup` / `make test`) can build on any machine
@@ -120,7 +121,13 @@ def probe(env_id: str, workdir: Path) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("env_id", sorted(env_ids()))
+def installed_env_ids() -> list[str]:
+    """The env ids of the installed plugins (entry points): not the ones other test modules
+    register in this process, so every collection (and every xdist worker) sees the same list."""
+    return sorted(e.id for ep in entry_points(group=ENTRY_POINT_GROUP) for e in ep.load().env_ids)
+
+
+@pytest.mark.parametrize("env_id", installed_env_ids())
 def test_env_leaves_process_state_as_it_found_it(env_id, tmp_path):
     code = ("import json, sys; from pathlib import Path; from hardening.test_process_state import probe; "
             "print('PROBE' + json.dumps(probe(sys.argv[1], Path(sys.argv[2]))))")

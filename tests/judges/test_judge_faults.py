@@ -11,7 +11,7 @@ import time
 
 from judge_trajectories import make_trajectory
 
-from rubricgym.judges import DracoJudge, Verdict
+from rubricgym.judges import DracoJudge, Verdict, load_rubric
 from rubricgym.registration import judge_rubric_file
 
 SECRET = "sk-rubricgym-SECRET-7f3a9c2e1b"

@@ -126,7 +126,7 @@ def make_trca_word_env(max_steps: int = 2, num_tasks: int = 4):
     from pathlib import Path
 
     from rubricgym.rewards import RewardContext
-    from rubricgym.trca import TRCAConfig
+    from rubricgym.trca import TRCAConfig, TRCAReward
 
     adapter = ExpertWordAdapter(num_tasks=num_tasks)
     context = RewardContext(benchmark=adapter.benchmark, facts_model=adapter.facts_model,
