@@ -23,6 +23,7 @@ venv: $(STAMP)
 
 # torch is pinned first: the CPU wheel is on local disk; an open range would pull CUDA.
 $(STAMP): pyproject.toml
+	@echo "[setup] the main venv $(VENV): torch (CPU) and rubricgym with every extra (a few minutes on a fresh machine)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
@@ -42,11 +43,16 @@ demo: venv
 play: venv
 	$(PY) -m rubricgym.cli demo --env ALFWorld-Rubric-v0
 
+# One pytest-xdist worker per core; tests that start several busy processes share one worker
+# (tests/conftest.py), so the cores are never oversubscribed.
+TEST_WORKERS ?= $(shell nproc)
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
 test-fast: setup
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 test: setup
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 clean-venv:
 	rm -rf $(VENV) .venvs

@@ -15,6 +15,7 @@ LLAMA_WHEEL_GLOB := $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
 LLAMA_STAMP := $(LLAMA_VENV)/.installed-$(LLAMA_CPP_VERSION)
 
 $(LLAMA_STAMP):
+	@echo "[setup] the llama.cpp server venv $(LLAMA_VENV) (building llama-cpp-python $(LLAMA_CPP_VERSION) takes about 4 minutes, once per version: the wheel is cached in $(LLAMA_WHEELS))"
 	mkdir -p $(LLAMA_WHEELS)
 	ls $(LLAMA_WHEEL_GLOB) >/dev/null 2>&1 || \
 	  CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PYTHON) -m pip wheel --no-deps --no-cache-dir \

@@ -1,8 +1,36 @@
+"""Suite-wide settings: hypothesis profile, and how tests share the machine's cores.
+
+``make test`` runs the suite on one pytest-xdist worker per core (``--dist loadgroup``).
+Tests that start several busy processes of their own (2-rank training runs, env worker
+pools, parallel studies) are put in one xdist group, so they run one at a time on one
+worker and never oversubscribe the cores (their collective time-outs stay meaningful);
+every other test is spread over the workers. Each worker's torch runs one thread.
+"""
+
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
     "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# files (relative to tests/) whose tests each start several processes that compute at once
+MULTI_PROCESS_FILES = ("trainer/test_distributed.py", "trainer/test_env_workers.py")
+MULTI_PROCESS_TESTS = ("trainer/test_study.py::test_parallel_study_gives_the_serial_study_s_rows",)
+MULTI_PROCESS_GROUP = "several-processes"
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one OpenMP thread per worker (the trainer reads it too): two workers already fill two cores
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the marks into groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath / "tests"
+    for item in items:
+        name = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if name in MULTI_PROCESS_FILES or f"{name}::{item.originalname}" in MULTI_PROCESS_TESTS:
+            item.add_marker(pytest.mark.xdist_group(MULTI_PROCESS_GROUP))

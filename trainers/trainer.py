@@ -58,13 +58,17 @@ EVALUATIONS_FILE = "evaluations.json"
 
 
 def default_threads() -> int:
-    """The usable CPUs (shared by the processes of this machine), at most 2: more OpenMP
-    threads than cores (or than a 135M model can use) only spin."""
+    """The usable CPUs (shared by the processes of this machine), at most 2, and at most
+    ``$OMP_NUM_THREADS`` when set: more OpenMP threads than cores (or than a 135M model can
+    use) only spin."""
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count() or 1
     usable //= max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    if omp.isdigit() and int(omp) > 0:
+        usable = min(usable, int(omp))
     return max(1, min(2, usable))
 
 

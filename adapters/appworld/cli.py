@@ -1,6 +1,6 @@
 """``rubricgym appworld``: set up AppWorld's own venv and offline data, inspect, serve.
 
-    rubricgym appworld setup [--base DIR]   # what `make appworld` does
+    rubricgym appworld setup [--base DIR]   # what `make appworld` does (cached per data version)
     rubricgym appworld status
     rubricgym appworld tasks
     rubricgym appworld serve                # one loopback server until Ctrl-C
@@ -9,7 +9,10 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,6 +20,8 @@ from pathlib import Path
 
 APPWORLD_VERSION = "0.1.3.post1"
 GENERATOR = Path(__file__).with_name("generate.py")  # run by AppWorld's python, not imported
+TASKS = Path(__file__).with_name("tasks")  # the committed scenario code the generator reads
+VERSION_FILE = ".data-version"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,25 +34,73 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes that check the task set")
 
 
-def _setup(base: Path, python: str, jobs: int) -> int:
-    venv, data = base / ".venvs" / "appworld", base / ".venvs" / "appworld-data"
+def data_version() -> str:
+    """What the generated task set depends on: AppWorld's version and the generator's code
+    (the committed scenarios). Equal versions give equal data, so it is generated and
+    checked once per version and copied from the cache after that."""
+    digest = hashlib.sha256(APPWORLD_VERSION.encode())
+    for path in [GENERATOR, *sorted(TASKS.glob("*.py"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    """``$RUBRICGYM_CACHE`` or ``~/.cache/rubricgym`` (kept across clones of the repository)."""
+    root = os.environ.get("RUBRICGYM_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "rubricgym"
+
+
+def _say(text: str) -> None:
+    print(f"[appworld setup] {text}", flush=True)
+
+
+def _install_venv(venv: Path, python: str) -> None:
     py = venv / "bin" / "python"
-    steps: list[list[str]] = []
-    if not (venv / ".appworld-installed").exists():
-        if not py.exists():
-            steps.append([python, "-m", "venv", str(venv)])
-        steps += [[str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"],
-                  [str(py), "-m", "pip", "install", "-q", f"appworld=={APPWORLD_VERSION}", "uvicorn"],
-                  [str(venv / "bin" / "appworld"), "install"]]
-    start = time.monotonic()
+    if (venv / ".appworld-installed").exists():
+        return
+    _say(f"AppWorld {APPWORLD_VERSION} into its own venv {venv} (pip, then `appworld install`: a few minutes, once)")
+    steps: list[list[str]] = [] if py.exists() else [[python, "-m", "venv", str(venv)]]
+    steps += [[str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"],
+              [str(py), "-m", "pip", "install", "-q", f"appworld=={APPWORLD_VERSION}", "uvicorn"],
+              [str(venv / "bin" / "appworld"), "install"]]
     for cmd in steps:
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
-    if steps:
-        (venv / ".appworld-installed").touch()
-    subprocess.run([str(py), str(GENERATOR), "--root", str(data), "--jobs", str(jobs)], check=True)
-    (data / ".generated").touch()
-    print(f"AppWorld set up in {time.monotonic() - start:.0f} s: {venv}, {data}")
+    (venv / ".appworld-installed").touch()
+
+
+def _install_data(venv: Path, data: Path, jobs: int) -> None:
+    version = data_version()
+    stamp = data / VERSION_FILE
+    if stamp.exists() and stamp.read_text().strip() == version:
+        _say(f"offline task set {data} is up to date (data version {version})")
+        return
+    cached = cache_root() / "appworld-data" / version
+    if not (cached / VERSION_FILE).exists():
+        _say(f"generating the offline task set (data version {version}) and checking every variant with AppWorld's "
+             f"evaluator, {jobs} jobs: about 3 minutes on 2 idle cores, once per data version")
+        staging = cached.with_name(f"{version}.partial-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        subprocess.run([str(venv / "bin" / "python"), str(GENERATOR), "--root", str(staging), "--jobs", str(jobs)],
+                       check=True)
+        shutil.rmtree(staging / "experiments", ignore_errors=True)  # run outputs of the check, not data
+        (staging / VERSION_FILE).write_text(version + "\n")
+        try:
+            staging.rename(cached)  # whole or not at all; a concurrent set-up that won leaves its copy
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+    else:
+        _say(f"offline task set: data version {version} was generated and checked before; copying it from {cached}")
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.copytree(cached, data, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def _setup(base: Path, python: str, jobs: int) -> int:
+    venv, data = base / ".venvs" / "appworld", base / ".venvs" / "appworld-data"
+    start = time.monotonic()
+    _install_venv(venv, python)
+    _install_data(venv, data, jobs)
+    _say(f"done in {time.monotonic() - start:.0f} s: {venv}, {data}")
     return 0
 
 

@@ -205,6 +205,11 @@ def main() -> None:
 
     budget_cpu(args.cpu_s)
     add_tracked_execute(app, args.cpu_s)
+    # every world builds thousands of model objects: keep the collector from rescanning the
+    # server's own long-lived heap (measured: 0.59 -> 0.48 CPU s per offline episode)
+    import gc  # AppWorld's venv: this script runs there
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level=args.log_level, access_log=False)
     # uvicorn returned after a graceful SIGTERM; interpreter teardown after a world has run
     # can block for 10-35 s (AppWorld's own CLI exits the same way).

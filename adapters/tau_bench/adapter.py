@@ -73,6 +73,7 @@ class TauBenchAdapter(Adapter):
     def task_ids(self) -> Sequence[str]:
         return list(self._task_ids)
 
+    @tau.gc_paused
     def reset(self, task_id: str, seed: int | None) -> EngineReset:
         if task_id not in self.domain.tasks:
             raise KeyError(f"unknown {self.domain.name} task {task_id!r}")
@@ -108,6 +109,7 @@ class TauBenchAdapter(Adapter):
             info={"domain": self.domain.name, "tools": sorted(self._observed.parameters), "user": self.user_kind},
         )
 
+    @tau.gc_paused
     def step(self, action: ParsedAction) -> EngineStep:
         if self._orch is None:
             raise EngineFailure("tau2 is not running; reset first")

@@ -18,14 +18,17 @@ import os
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # litellm must not fetch its price map on import
 
+import functools
+import gc
 import hashlib
 import importlib
 import importlib.metadata
 import inspect
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from loguru import logger
 
@@ -140,6 +143,30 @@ def _cached_constructor(name: str) -> Any:
         return original(**kwargs)
 
     return construct
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def gc_paused(method: F) -> F:
+    """Run ``method`` with Python's cyclic garbage collector paused, then restore it.
+
+    tau2 builds and validates whole databases of pydantic objects at every reset and
+    evaluation; the collector would rescan that heap many times over (measured on a retail
+    gold replay: 0.63 s, 0.24 s paused). One call is bounded, and the objects it leaves in
+    cycles are collected once the collector runs again."""
+
+    @functools.wraps(method)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return paused  # type: ignore[return-value]
 
 
 def db_fingerprint(env: Environment) -> tuple[str, str]:

@@ -111,6 +111,29 @@ def load_samples(path: Path) -> list[StepSample]:
     return [StepSample(**row) for row in rows]
 
 
+class SharedRuns:
+    """2-rank runs that several tests compare against, each launched once per module: the
+    same settings and environment give the same run, so a test asks for it by those."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.runs: dict[tuple, Path] = {}
+
+    def get(self, name: str, settings: list[str], **env: str) -> Path:
+        key = (tuple(settings), tuple(sorted(env.items())))
+        if key not in self.runs:
+            out = finish(launch_ranks([*cli_args(settings), "--set", f"run.name={name}", "--output-dir",
+                                       str(self.root)], **env))
+            assert_all_succeeded(out)
+            self.runs[key] = self.root / name
+        return self.runs[key]
+
+
+@pytest.fixture(scope="module")
+def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> SharedRuns:
+    return SharedRuns(tmp_path_factory.mktemp("shared-runs"))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("aggregation", ["token_mean", "rollout_mean_step_mean"])
 def test_two_processes_update_like_one_process_on_the_same_global_batch(tmp_path, aggregation):
@@ -154,11 +177,13 @@ def test_two_processes_update_like_one_process_on_the_same_global_batch(tmp_path
     assert any(not torch.allclose(moved[k], after[k], rtol=1e-5, atol=1e-5) for k in after)
 
 
+THREE_ITERATIONS = [*SETTINGS, "run.iterations=3", "run.collective_timeout_s=30"]
+
+
 @pytest.mark.slow
-def test_a_killed_rank_stops_the_other_and_the_run_resumes_exactly(tmp_path):
-    settings = [*SETTINGS, "run.iterations=3", "run.collective_timeout_s=30"]
-    full = finish(launch_ranks([*cli_args(settings), "--set", "run.name=full", "--output-dir", str(tmp_path)]))
-    assert_all_succeeded(full)
+def test_a_killed_rank_stops_the_other_and_the_run_resumes_exactly(tmp_path, shared_runs):
+    settings = THREE_ITERATIONS
+    full = shared_runs.get("three-iterations", settings)
 
     # rank 1 is SIGKILLed as iteration 2 starts (after checkpoint 1): rank 0 must stop by itself
     killed = finish(launch_ranks([*cli_args(settings), "--set", "run.name=killed", "--output-dir", str(tmp_path)],
@@ -174,24 +199,23 @@ def test_a_killed_rank_stops_the_other_and_the_run_resumes_exactly(tmp_path):
 
     resumed = finish(launch_ranks(["--resume", str(run_dir), "--quiet"]))
     assert_all_succeeded(resumed)
-    assert [stable(m) for m in metrics(run_dir)] == [stable(m) for m in metrics(tmp_path / "full")]
-    a, b = adapter(run_dir, 3), adapter(tmp_path / "full", 3)
+    assert [stable(m) for m in metrics(run_dir)] == [stable(m) for m in metrics(full)]
+    a, b = adapter(run_dir, 3), adapter(full, 3)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 @pytest.mark.slow
-def test_env_workers_in_a_two_process_run_give_the_in_process_run(tmp_path):
+def test_env_workers_in_a_two_process_run_give_the_in_process_run(tmp_path, shared_runs):
     """Each rank starts its own env worker pool; the run equals the one whose envs step in the
-    training processes (same metrics, same adapter)."""
-    settings = [*SETTINGS, "run.iterations=2"]
-    inline = finish(launch_ranks([*cli_args(settings), "--set", "run.name=inline", "--output-dir", str(tmp_path)]))
+    training processes (same metrics, same adapter), compared over its first two iterations."""
+    inline = shared_runs.get("three-iterations", THREE_ITERATIONS)
+    settings = [*THREE_ITERATIONS, "run.iterations=2"]
     pooled = finish(launch_ranks([*cli_args(settings), "--set", "env.workers=1", "--set", "env.worker_backend=process",
                                   "--set", "run.name=pooled", "--output-dir", str(tmp_path)]))
-    assert_all_succeeded(inline)
     assert_all_succeeded(pooled)
-    assert [stable(m) for m in metrics(tmp_path / "pooled")] == [stable(m) for m in metrics(tmp_path / "inline")]
+    assert [stable(m) for m in metrics(tmp_path / "pooled")] == [stable(m) for m in metrics(inline)][:2]
     assert all(m["processes"] == 2 for m in metrics(tmp_path / "pooled"))
-    a, b = adapter(tmp_path / "pooled", 2), adapter(tmp_path / "inline", 2)
+    a, b = adapter(tmp_path / "pooled", 2), adapter(inline, 2)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
@@ -233,75 +257,73 @@ def resume_and_compare(cut: Path, full: Path) -> None:
 
 
 @pytest.mark.slow
-def test_fsdp_trains_like_replicated_processes(tmp_path):
+def replicated_run(shared_runs: SharedRuns) -> Path:
+    """The FSDP_SETTINGS run on 2 replicated ranks (what every sharded run must equal)."""
+    return shared_runs.get("replicated", FSDP_SETTINGS)
+
+
+def sharded_run(shared_runs: SharedRuns, setting: str) -> tuple[Path, Path]:
+    """The FSDP_SETTINGS run with one sharding setting, recording each rank's samples: (run, record)."""
+    record = shared_runs.root / f"record-{setting.replace('=', '-')}"
+    record.mkdir(exist_ok=True)
+    name = setting.split(".", 1)[1].replace("=", "-").replace("_", "-")
+    return shared_runs.get(name, [*FSDP_SETTINGS, setting], RUBRICGYM_TEST_RECORD=str(record)), record
+
+
+@pytest.mark.slow
+def test_fsdp_trains_like_replicated_processes(shared_runs):
     """run.fsdp shards the base model and the adapter over 2 ranks: warm start, evaluations and
     RL give the replicated (DDP) run's metrics and adapter, within float tolerance."""
-    record = tmp_path / "record"
-    record.mkdir()
-    runs = {}
-    for fsdp in ("true", "false"):
-        runs[fsdp] = finish(launch_ranks([*cli_args(FSDP_SETTINGS), "--set", f"run.fsdp={fsdp}", "--set",
-                                          f"run.name=fsdp-{fsdp}", "--output-dir", str(tmp_path)],
-                                         **({"RUBRICGYM_TEST_RECORD": str(record)} if fsdp == "true" else {})))
-        assert_all_succeeded(runs[fsdp])
-    sharded, replicated = metrics(tmp_path / "fsdp-true"), metrics(tmp_path / "fsdp-false")
+    fsdp_run, record = sharded_run(shared_runs, "run.fsdp=true")
+    replicated_dir = replicated_run(shared_runs)
+    sharded, replicated = metrics(fsdp_run), metrics(replicated_dir)
     assert [m["fsdp"] for m in sharded if "fsdp" in m] == [1, 1] and [m["fsdp"] for m in replicated if "fsdp" in m] == [0, 0]
     approx_metrics(sharded, replicated)
-    evaluations = [json.loads((tmp_path / f"fsdp-{f}" / "evaluations.json").read_text()) for f in ("true", "false")]
+    evaluations = [json.loads((run / "evaluations.json").read_text()) for run in (fsdp_run, replicated_dir)]
     assert set(evaluations[0]) == {"before", "after_warmup", "after"}
     assert [[t["success"] for t in e["after"]["tasks"]] for e in evaluations] == [
         [t["success"] for t in evaluations[1]["after"]["tasks"]]] * 2
-    assert_adapters_close(tmp_path / "fsdp-true", tmp_path / "fsdp-false")
+    assert_adapters_close(fsdp_run, replicated_dir)
     # the ranks really did different amounts of work: 2 groups against 1
     shares = [load_samples(record / f"samples-rank{r}-iter1.json") for r in (0, 1)]
     assert len(shares[0]) == 2 * len(shares[1]) > 0
 
 
 @pytest.mark.slow
-def test_an_fsdp_run_resumes_exactly(tmp_path):
-    full = finish(launch_ranks([*cli_args(FSDP_SETTINGS), "--set", "run.fsdp=true", "--set", "run.name=full",
-                                "--output-dir", str(tmp_path)]))
-    assert_all_succeeded(full)
+def test_an_fsdp_run_resumes_exactly(tmp_path, shared_runs):
+    full, _ = sharded_run(shared_runs, "run.fsdp=true")
     stopped = finish(launch_ranks([*cli_args(FSDP_SETTINGS), "--set", "run.fsdp=true", "--set", "run.name=cut",
                                    "--output-dir", str(tmp_path), "--stop-after", "1"]))
     assert_all_succeeded(stopped)
-    resume_and_compare(tmp_path / "cut", tmp_path / "full")
+    resume_and_compare(tmp_path / "cut", full)
 
 
 @pytest.mark.slow
-def test_deepspeed_zero_trains_like_replicated_processes(tmp_path):
+def test_deepspeed_zero_trains_like_replicated_processes(shared_runs):
     """run.deepspeed_zero at stages 1, 2 and 3 (optimizer state, gradients, weights partitioned):
     the warm start, evaluations and RL give the replicated run's metrics and adapter, within
     float tolerance, while the ranks roll out 2 groups and 1."""
-    record = tmp_path / "record"
-    record.mkdir()
-    runs = {}
-    for stage in (None, 1, 2, 3):
-        flag = ["--set", f"run.deepspeed_zero={stage}"] if stage else []
-        runs[stage] = finish(launch_ranks([*cli_args(FSDP_SETTINGS), *flag, "--set", f"run.name=zero-{stage}",
-                                           "--output-dir", str(tmp_path)],
-                                          **({"RUBRICGYM_TEST_RECORD": str(record)} if stage == 3 else {})))
-        assert_all_succeeded(runs[stage])
-    replicated = metrics(tmp_path / "zero-None")
+    replicated_dir = replicated_run(shared_runs)
+    replicated = metrics(replicated_dir)
     for stage in (1, 2, 3):
-        zero = metrics(tmp_path / f"zero-{stage}")
+        zero_run, record = sharded_run(shared_runs, f"run.deepspeed_zero={stage}")
+        zero = metrics(zero_run)
         assert [m["deepspeed_zero"] for m in zero if "processes" in m] == [stage, stage]
         approx_metrics(zero, replicated)
-        assert_adapters_close(tmp_path / f"zero-{stage}", tmp_path / "zero-None")
-    shares = [load_samples(record / f"samples-rank{r}-iter1.json") for r in (0, 1)]
-    assert len(shares[0]) == 2 * len(shares[1]) > 0
+        assert_adapters_close(zero_run, replicated_dir)
+        shares = [load_samples(record / f"samples-rank{r}-iter1.json") for r in (0, 1)]
+        assert len(shares[0]) == 2 * len(shares[1]) > 0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage, stop", [(2, "stop-after"), (3, "kill")])
-def test_a_deepspeed_run_resumes_exactly(tmp_path, stage, stop):
+def test_a_deepspeed_run_resumes_exactly(tmp_path, shared_runs, stage, stop):
     """The checkpoint holds whole tensors gathered from the engine's partitions; a run stopped
     after iteration 1 (or whose rank 1 is SIGKILLed as iteration 2 starts: rank 0 stops at the
     next collective) resumes into a new engine and continues as if never stopped."""
     common = [*cli_args(FSDP_SETTINGS), "--set", f"run.deepspeed_zero={stage}", "--set",
               "run.collective_timeout_s=30", "--output-dir", str(tmp_path)]
-    full = finish(launch_ranks([*common, "--set", "run.name=full"]))
-    assert_all_succeeded(full)
+    full, _ = sharded_run(shared_runs, f"run.deepspeed_zero={stage}")
     if stop == "kill":
         (code0, err0), (code1, _) = finish(launch_ranks([*common, "--set", "run.name=cut"], RUBRICGYM_TEST_KILL="1:2"))
         assert (code0, code1) == (3, -signal.SIGKILL), err0[-3000:]
@@ -312,7 +334,7 @@ def test_a_deepspeed_run_resumes_exactly(tmp_path, stage, stop):
     saved = load_file(str(tmp_path / "cut" / "checkpoint-000001" / TENSORS_FILE))
     moments = [k for k in saved if k.startswith("optimizer/") and k.endswith(("/exp_avg", "/exp_avg_sq"))]
     assert moments and all(saved[k].abs().sum() > 0 for k in moments), "the engine's AdamW moments were not gathered"
-    resume_and_compare(tmp_path / "cut", tmp_path / "full")
+    resume_and_compare(tmp_path / "cut", full)
 
 
 @pytest.mark.parametrize("setting", ["run.fsdp=true", "run.deepspeed_zero=3"])
