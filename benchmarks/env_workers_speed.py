@@ -89,7 +89,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--json", dest="out", default=None, help="write the result here (JSON)")
     args = ap.parse_args(argv)
 
-    from rubricgym.trainers.config import EnvSettings, PromptSettings
+    from rubricgym.prompts import PromptSettings
+
+    from rubricgym.trainers.config import EnvSettings
     from rubricgym.trainers.env_workers import build_collector, ensure_ray
     from rubricgym.trainers.rollout import RolloutCollector, make_env_factory
 

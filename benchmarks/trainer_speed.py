@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
 
     from rubricgym.trainers.config import load_config
-    from rubricgym.trainers.prompts import EpisodeView, render_prompt
+    from rubricgym.prompts import EpisodeView, render_prompt
     from rubricgym.trainers.trainer import Trainer
 
     import tempfile

@@ -35,8 +35,8 @@ CORRECT = "<action>apple</action>"
 def word_prompts(tok: Any, tasks: int) -> list[list[int]]:
     """The first-step prompt of each word task, as the rubricgym trainer renders it."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from rubricgym.trainers.config import PromptSettings
-    from rubricgym.trainers.prompts import EpisodeView, render_prompt
+    from rubricgym.prompts import PromptSettings
+    from rubricgym.prompts import EpisodeView, render_prompt
     from trainer.word_env import make_word_env
 
     env = make_word_env(max_steps=1, num_tasks=tasks)

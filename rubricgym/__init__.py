@@ -33,10 +33,14 @@ from rubricgym.registration import (
     BENCHMARKS,
     BenchmarkNotInstalled,
     UnknownBenchmark,
+    check_env_id,
     discover,
+    env_ids,
     get_spec,
+    make,
     make_rubric_env,
     register_benchmark,
+    task_ids,
 )
 from rubricgym.rewards import ComponentScore, RewardComponent, RewardContext, RewardSpec, RubricReward
 
@@ -74,12 +78,16 @@ __all__ = [
     "Transition",
     "UnknownBenchmark",
     "attach_reward",
+    "check_env_id",
     "discover",
+    "env_ids",
     "get_spec",
     "load_jsonl",
+    "make",
     "make_rubric_env",
     "parse_response",
     "register_benchmark",
     "save_jsonl",
     "step_records",
+    "task_ids",
 ]

@@ -20,14 +20,16 @@ from rich.table import Table
 from rich.text import Text
 
 from rubricgym.parsing import ExpertAction, TagGrammar
-from rubricgym.registration import UnknownBenchmark, env_ids, get_spec
+from rubricgym.records import step_records
+from rubricgym.registration import UnknownBenchmark, check_env_id, env_ids, get_spec
 
-DEFAULT_GAMES = 2
+DEFAULT_GAMES = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", help="env id to play (without it: the registered ids)")
-    parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help="how many tasks to play")
+    parser.add_argument("--games", type=int, default=None,
+                        help=f"how many tasks to play (default: every task, at most {DEFAULT_GAMES})")
     parser.add_argument("--max-steps", type=int, default=None, help="step budget (default: the benchmark's)")
     parser.add_argument("--seed", type=int, default=0, help="picks the tasks and seeds the resets")
     parser.add_argument("--kwargs", default="{}", help="JSON object of env keyword arguments, e.g. "
@@ -67,8 +69,9 @@ class _Printer:
         else:
             print(text)
 
-    def step(self, index: int, response: str, transition: Any, reward: float) -> None:
+    def step(self, index: int, response: str, transition: Any, reward: float, info: dict[str, Any]) -> None:
         facts = _non_default(transition.facts)
+        reward_text = _reward_text(reward, info)
         action = transition.action.action if transition.action.ok else f"<unparsed: {transition.action.error.value}>"
         if self.console:
             table = Table(show_header=False, box=None, padding=(0, 1))
@@ -78,14 +81,21 @@ class _Printer:
             table.add_row("observation", transition.observation)
             for key, value in facts.items():
                 table.add_row(f"  {key}", str(value))
-            table.add_row("reward", f"{reward:g}")
+            table.add_row("reward", reward_text)
             self.console.print(f"[bold]step {index}[/bold] > [green]{action}[/green]")
             self.console.print(table)
         else:
             print(f"step {index} > {action}\n  observation: {transition.observation}")
             for key, value in facts.items():
                 print(f"    {key} = {value}")
-            print(f"  reward: {reward:g}")
+            print(f"  reward: {reward_text}")
+
+
+def _reward_text(reward: float, info: dict[str, Any]) -> str:
+    """The step reward with what it is made of: the engine's and each rubric component's."""
+    parts = [f"engine {info.get('env_reward', reward):g}"]
+    parts += [f"{name} {record.reward:g}" for name, record in step_records(info).components.items()]
+    return f"{reward:g} ({', '.join(parts)})" if len(parts) > 1 else f"{reward:g}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"rubricgym demo: choose an env with --env; registered: {', '.join(sorted(env_ids()))}")
         return 2
     try:
-        spec = get_spec(args.env)
+        spec = get_spec(check_env_id(args.env))
         kwargs: dict[str, Any] = json.loads(args.kwargs)
         if not isinstance(kwargs, dict):
             raise ValueError("--kwargs must be a JSON object")
@@ -104,12 +114,15 @@ def run(args: argparse.Namespace) -> int:
     if expert is None:
         print(f"rubricgym demo: {spec.name} declares no expert player to demonstrate")
         return 2
-    env = gym.make(args.env, reward="none", max_steps=args.max_steps, **kwargs)
+    # the benchmark's own rubric, so each step shows what it paid or charged
+    reward = "default" if spec.operator_library is not None else "none"
+    env = gym.make(args.env, reward=reward, max_steps=args.max_steps, **kwargs)
     out = _Printer(args.plain)
     try:
         adapter = env.unwrapped.adapter
         task_ids = list(adapter.task_ids())
-        chosen = random.Random(args.seed).sample(task_ids, min(max(0, args.games), len(task_ids)))
+        games = min(len(task_ids), DEFAULT_GAMES) if args.games is None else args.games
+        chosen = random.Random(args.seed).sample(task_ids, min(max(0, games), len(task_ids)))
         out.line(f"{spec.name} demo on {args.env}: {len(chosen)} task(s), scripted expert with deliberate mistakes")
         wins = 0
         for n, task_id in enumerate(chosen, 1):
@@ -119,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             out.line(f"binding: {info['binding'].model_dump()}", style="magenta")
             for i, response in enumerate(scripted_responses(adapter.grammar, expert(adapter))):
                 obs, reward, terminated, truncated, info = env.step(response)
-                out.step(i, response, info["transition"], reward)
+                out.step(i, response, info["transition"], reward, info)
                 if terminated or truncated:
                     break
             success = bool(info["outcome"].success) if "outcome" in info else False

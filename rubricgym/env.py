@@ -45,11 +45,16 @@ class RubricEnv(gym.Env[str, str]):
         self._last_action: tuple[str, str] | None = None  # (action, signature it was issued in)
         self._done = False
 
+    @property
+    def task_ids(self) -> list[str]:
+        """The tasks ``reset(options={"task_id": ...})`` accepts, in a stable order."""
+        return list(self.adapter.task_ids())
+
     # -- gymnasium API -------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
-        tasks = list(self.adapter.task_ids())
+        tasks = self.task_ids
         if not tasks:
             raise RuntimeError(f"{self.adapter.benchmark}: no tasks available")
         task_id = options.get("task_id")

@@ -18,6 +18,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "ModelUnavailable", "SMOLLM2_NAME", "build_byte_tokenizer", "build_tiny_model", "cache_dir", "default_device",
+    "default_dtype", "load_causal_lm", "load_smollm2", "smollm2_gguf_path", "smollm2_path",
+]
+
 log = logging.getLogger(__name__)
 
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"

@@ -7,12 +7,13 @@ env ids with no change to rubricgym. Adapter modules are imported only when an e
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import logging
 import warnings
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 
@@ -23,8 +24,9 @@ from rubricgym.env import RubricEnv
 from rubricgym.process_state import preserved_process_state
 
 __all__ = [
-    "BENCHMARKS", "ENTRY_POINT_GROUP", "BenchmarkNotInstalled", "UnknownBenchmark", "discover", "env_ids",
-    "get_spec", "judge_rubric_file", "make_rubric_env", "operator_library", "register_benchmark",
+    "BENCHMARKS", "ENTRY_POINT_GROUP", "BenchmarkNotInstalled", "UnknownBenchmark", "check_env_id", "discover",
+    "env_ids", "make", "nearest_env_ids",
+    "get_spec", "judge_rubric_file", "make_rubric_env", "operator_library", "register_benchmark", "task_ids",
 ]
 
 log = logging.getLogger(__name__)
@@ -95,7 +97,55 @@ def get_spec(name: str) -> BenchmarkSpec:
     for key, spec in BENCHMARKS.items():
         if key.lower() == name.lower():
             return spec
-    raise UnknownBenchmark(f"no benchmark or env id {name!r} is registered (benchmarks: {sorted(BENCHMARKS)})")
+    raise UnknownBenchmark(f"no benchmark or env id {name!r} is registered{_did_you_mean(name)} "
+                           f"(benchmarks: {', '.join(sorted(BENCHMARKS))}; rubricgym.env_ids() lists the env ids)")
+
+
+def nearest_env_ids(name: str, count: int = 3) -> list[str]:
+    """The registered rubricgym env ids closest to ``name`` (case does not count)."""
+    discover()
+    by_lower = {env_id.lower(): env_id for env_id in _ENV_IDS}
+    if name.lower() in by_lower:
+        return [by_lower[name.lower()]]
+    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=count, cutoff=0.6)]
+
+
+def _did_you_mean(name: str) -> str:
+    near = nearest_env_ids(name)
+    return f"; did you mean {' or '.join(near)}?" if near else ""
+
+
+def check_env_id(env_id: str) -> str:
+    """``env_id`` when a rubricgym benchmark registered it; else ``UnknownBenchmark`` naming
+    the nearest rubricgym ids (gymnasium's own error suggests any registered env)."""
+    discover()
+    if env_id not in _ENV_IDS:
+        raise UnknownBenchmark(f"unknown env id {env_id!r}{_did_you_mean(env_id)} "
+                               f"(rubricgym env ids: {', '.join(sorted(_ENV_IDS))})")
+    return env_id
+
+
+def make(env_id: str, **kwargs: Any) -> gym.Env[str, str]:
+    """``gym.make`` for a rubricgym env id, with rubricgym's suggestion for a mistyped one."""
+    return gym.make(check_env_id(env_id), **kwargs)
+
+
+def task_ids(env_id: str, split: Literal["train", "eval"] = "train", **make_kwargs: Any) -> list[str]:
+    """The task ids an env id plays, in order; ``split="eval"``: the tasks of the held-out env
+    id its spec pairs with it (never trained on). ``make_kwargs`` as for ``gym.make``."""
+    spec = get_spec(env_id)
+    target = spec.env_id(env_id)
+    if split == "eval":
+        if target.eval_id is None:
+            raise LookupError(f"{env_id} has no held-out pair; its spec's env ids: {[e.id for e in spec.env_ids]}")
+        target = spec.env_id(target.eval_id)
+    elif split != "train":
+        raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
+    env = make_rubric_env(spec.name, reward="none", **{**target.kwargs, **make_kwargs})
+    try:
+        return list(env.unwrapped.task_ids)
+    finally:
+        env.close()
 
 
 def operator_library(benchmark: str) -> Path:

@@ -25,9 +25,10 @@ import numpy as np
 
 from rubricgym.credit.estimators import ESTIMATORS, get_estimator
 from rubricgym.credit.grpo import grpo_step_advantages
+from rubricgym.credit.placement import StepTokens, token_advantages
 from rubricgym.credit.trca import DEFAULT_GAMMA, RolloutSignals, trca_group_step_advantages
 from rubricgym.records import MissingRecord, rollout_signals, trca_gamma
-from rubricgym.trainers.rollout import Rollout, StepSample
+from rubricgym.trainers.rollout import Rollout
 
 ESTIMATOR_NAMES = tuple(ESTIMATORS)
 log = logging.getLogger(__name__)
@@ -35,20 +36,6 @@ log = logging.getLogger(__name__)
 
 class MissingRewardSignal(RuntimeError):
     """The estimator needs a signal the env did not provide (e.g. no TRCA reward wrapper)."""
-
-
-def _set_uniform(step: StepSample, value: float, span: tuple[int, int] | None) -> None:
-    """``value`` on the tokens of ``span`` (the whole response when span is the full range)."""
-    n = len(step.response_ids)
-    adv = [0.0] * n
-    mask = [False] * n
-    if span is not None:
-        lo, hi = span
-        for k in range(max(0, lo), min(n, hi)):
-            adv[k] = float(value)
-            mask[k] = True
-    step.token_advantages = adv
-    step.loss_mask = mask
 
 
 def grpo_group(group: Sequence[Rollout], eps: float) -> list[np.ndarray]:
@@ -116,5 +103,7 @@ def assign_advantages(groups: Sequence[Sequence[Rollout]], estimator: str, *, ga
             if len(values) != len(rollout.steps):
                 raise ValueError(f"{len(values)} advantages for {len(rollout.steps)} steps")
             for step, value in zip(rollout.steps, values, strict=True):
-                span = step.action_tokens if est.placement == "action" else (0, len(step.response_ids))
-                _set_uniform(step, float(value), span)
+                n = len(step.response_ids)
+                tokens = StepTokens(response=(0, n), action=step.action_tokens, reasoning=step.reasoning_tokens)
+                advantages, mask = token_advantages(est, [float(value)], [tokens], n)
+                step.token_advantages, step.loss_mask = advantages.tolist(), mask.tolist()

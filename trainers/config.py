@@ -6,6 +6,7 @@ TRCA rewards on the bundled ALFWorld games, a few CPU-sized iterations.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,7 +14,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rubricgym.credit.estimators import get_estimator
-from rubricgym.registration import get_spec
+from rubricgym.prompts import PromptSettings
+from rubricgym.registration import check_env_id, get_spec
 from rubricgym.secret_refs import refuse_inline_secrets
 
 
@@ -59,6 +61,14 @@ class EnvSettings(_Section):
     ray_address: str | None = Field(None, description="Ray cluster address (default: a local Ray instance)")
 
 
+    @field_validator("id")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        try:  # an unknown id fails here, with the nearest ids, before any model loads
+            return check_env_id(value)
+        except LookupError as exc:
+            raise ValueError(str(exc)) from None
+
     @model_validator(mode="before")
     @classmethod
     def _main_job_budget(cls, data: Any) -> Any:
@@ -73,18 +83,6 @@ class EnvSettings(_Section):
         if self.factory:
             raise ValueError("env.factory needs env.max_steps: there is no benchmark spec to take it from")
         return get_spec(self.id).max_steps, "spec"
-
-
-class PromptSettings(_Section):
-    style: Literal["window", "chat"] = Field(
-        "window", description="'window': per-step prompt with the last K steps (TRCA); 'chat': growing chat"
-    )
-    history: int = Field(2, ge=0, description="K: past (action, observation) pairs shown in 'window' style")
-    show_admissible: bool = True
-    format_example: bool = Field(False, description="append a one-line example reply to the format instruction")
-    max_admissible: int = Field(40, ge=1, description="list at most this many admissible actions")
-    max_observation_chars: int = Field(1500, ge=64)
-    max_prompt_tokens: int = Field(1536, ge=16, description="'chat' drops the oldest turns beyond this")
 
 
 class GenerationSettings(_Section):
@@ -272,7 +270,27 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     for item in overrides or []:
         key, value = parse_override(item)
         _set_dotted(data, key, value)
+    unknown = unknown_settings(TrainConfig, data)
+    if unknown:
+        raise ValueError("; ".join(unknown))
     return TrainConfig.model_validate(data)
+
+
+def unknown_settings(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> list[str]:
+    """Every key of ``data`` that ``model`` does not define, each with the nearest valid keys
+    (pydantic would only say "extra inputs are not permitted")."""
+    out = []
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            valid = sorted(model.model_fields)
+            near = difflib.get_close_matches(str(key), valid, n=3, cutoff=0.5)
+            hint = f"did you mean {', '.join(prefix + n for n in near)}? " if near else ""
+            where = f"settings of {prefix.rstrip('.')}" if prefix else "sections"
+            out.append(f"unknown setting {prefix + str(key)!r}: {hint}valid {where}: {', '.join(valid)}")
+        elif isinstance(value, dict) and isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            out += unknown_settings(field.annotation, value, f"{prefix}{key}.")
+    return out
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

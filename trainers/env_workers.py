@@ -27,9 +27,10 @@ from typing import Any, Protocol
 
 from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
-from rubricgym.trainers.config import EnvSettings, PromptSettings
+from rubricgym.prompts import PromptSettings
+from rubricgym.trainers.config import EnvSettings
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, _Live, make_env_factory
-from rubricgym.trainers.tokens import decode_response
+from rubricgym.tokens import decode_response
 from rubricgym.trainers.warmup import has_expert
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,8 @@ class EnvHost:
         env = self.env(int(item["slot"]))
         obs, info = env.reset(seed=item["seed"], options={"task_id": item["task_id"]})
         return {"observation": obs, "instruction": str(info.get("instruction", "")),
-                "admissible_actions": info.get("admissible_actions"), "trajectory": _trajectory_json(env)}
+                "admissible_actions": info.get("admissible_actions"), "action_templates": info.get("action_templates"),
+                "trajectory": _trajectory_json(env)}
 
     def _step(self, item: dict[str, Any]) -> dict[str, Any]:
         env = self.env(int(item["slot"]))
@@ -127,7 +129,7 @@ class EnvHost:
                 "truncated": bool(truncated),
                 "transition": transition.model_dump(mode="json") if isinstance(transition, Transition) else None,
                 "rubric": info.get("rubric"), "has_rubric": "rubric" in info,
-                "admissible_actions": info.get("admissible_actions"),
+                "admissible_actions": info.get("admissible_actions"), "action_templates": info.get("action_templates"),
                 "trajectory": _trajectory_json(env) if done else None}
 
     def close(self) -> None:
@@ -491,7 +493,8 @@ class WorkerRolloutCollector(RolloutCollector):
                 env.trajectory = Trajectory.model_validate(answer["trajectory"])
             elif env.trajectory is not None and transition is not None:
                 env.trajectory.transitions.append(transition.model_copy(deep=True))
-            info: dict[str, Any] = {"admissible_actions": answer["admissible_actions"]}
+            info: dict[str, Any] = {"admissible_actions": answer["admissible_actions"],
+                                    "action_templates": answer.get("action_templates")}
             if transition is not None:
                 info["transition"] = transition
             if answer.get("has_rubric"):
@@ -530,10 +533,16 @@ def _trajectory(answer: Any) -> Trajectory | None:
 
 
 def build_collector(settings: EnvSettings, env_fn: Any, tokenizer: Any, prompt: PromptSettings, max_steps: int,
-                    env_fn_injected: bool = False) -> RolloutCollector:
-    """The trainer's collector: in-process envs, or ``env.workers`` workers."""
+                    env_fn_injected: bool = False, first_env: Any = None) -> RolloutCollector:
+    """The trainer's collector: in-process envs (``first_env``, already made, is the first of
+    them), or ``env.workers`` workers (which make their own: ``first_env`` is closed)."""
     if settings.workers <= 0:
-        return RolloutCollector(env_fn, tokenizer, prompt, max_steps)
+        collector = RolloutCollector(env_fn, tokenizer, prompt, max_steps)
+        if first_env is not None:
+            collector.envs.append(first_env)
+        return collector
+    if first_env is not None:
+        first_env.close()
     if env_fn_injected:
         raise ValueError("env.workers needs env.id or env.factory (workers build their own envs); "
                          "an env_fn passed to the Trainer runs in-process: set env.workers=0")

@@ -19,11 +19,11 @@ import gymnasium as gym
 
 import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.contract import Trajectory, Transition
-from rubricgym.parsing import ACTION_GRAMMAR
-from rubricgym.trainers.config import EnvSettings, PromptSettings
+from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
+from rubricgym.registration import check_env_id
+from rubricgym.trainers.config import EnvSettings
 from rubricgym.trainers.generation import Generator
-from rubricgym.trainers.prompts import EpisodeView, PastStep, render_prompt
-from rubricgym.trainers.tokens import Span, decode_response, response_token_spans
+from rubricgym.tokens import Span, decode_response, response_token_spans
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +90,7 @@ def make_env_factory(settings: EnvSettings) -> Callable[[], gym.Env]:
             raise ValueError(f"env.factory must be 'module:callable', got {settings.factory!r}")
         fn = getattr(importlib.import_module(module), name)
         return lambda: fn(max_steps=settings.max_steps, **settings.kwargs)
-    if settings.id not in gym.registry:
-        raise ValueError(f"unknown env id {settings.id!r}; rubricgym ids: "
-                         f"{sorted(k for k in gym.registry if 'Rubric' in k)}")
+    check_env_id(settings.id)
     return lambda: gym.make(settings.id, max_steps=settings.max_steps, **settings.kwargs)
 
 
@@ -200,16 +198,7 @@ class RolloutCollector:
 
     @staticmethod
     def _live(rollout: Rollout, env: Any, obs: str, info: dict[str, Any]) -> _Live:
-        adapter = getattr(env.unwrapped, "adapter", None)
-        view = EpisodeView(
-            benchmark=getattr(adapter, "benchmark", type(env.unwrapped).__name__),
-            instruction=str(info.get("instruction", "")),
-            initial_observation=obs,
-            observation=obs,
-            admissible_actions=info.get("admissible_actions"),
-            grammar=getattr(adapter, "grammar", ACTION_GRAMMAR),
-        )
-        return _Live(rollout, env, view)
+        return _Live(rollout, env, EpisodeView.start(env, obs, info))
 
     def _step_all(self, active: Sequence[_Live], prompts: Sequence[list[int]], responses: Sequence[list[int]],
                   timings: RolloutTimings) -> None:
@@ -259,10 +248,7 @@ class RolloutCollector:
             context_key=transition.context_key if transition is not None else "",
             info=extra,
         ))
-        x.view.history.append(PastStep(response=text, action=parsed.action if parsed and parsed.ok else None,
-                                       observation=obs))
-        x.view.observation = obs
-        x.view.admissible_actions = info.get("admissible_actions")
+        x.view.record(text, obs, info)
         if terminated or truncated:
             x.done = True
             x.rollout.trajectory = getattr(x.env.unwrapped, "trajectory", None)

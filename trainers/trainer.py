@@ -147,6 +147,11 @@ class Trainer:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         seed_everything(config.run.seed)
         self.device = self._device()
+        # the env first: its id, data location and tasks are checked before the model loads
+        self.max_steps, self.max_steps_source = config.env.step_budget()
+        self.env_fn = env_fn or make_env_factory(config.env)
+        first_env = self.env_fn()
+        self.tasks = available_tasks(first_env, config.env)
         self.model, self.tokenizer = self._build_model(model, tokenizer)
         self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
         self.fsdp = bool(fsdp and self.ranks.distributed)
@@ -163,11 +168,8 @@ class Trainer:
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.algorithm.lr, weight_decay=config.algorithm.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_lambda)
-        self.max_steps, self.max_steps_source = config.env.step_budget()
-        self.env_fn = env_fn or make_env_factory(config.env)
         self.collector = build_collector(config.env, self.env_fn, self.tokenizer, config.prompt, self.max_steps,
-                                         env_fn_injected=env_fn is not None)
-        self.tasks = available_tasks(self.collector.env(0), config.env)
+                                         env_fn_injected=env_fn is not None, first_env=first_env)
         self.generator = self._build_generator()
         self.judge = judge if judge is not None else self._build_judge()
         self.iteration = 0  # completed iterations
@@ -245,7 +247,7 @@ class Trainer:
         if judge_cfg.static_rubric:
             rubric = load_rubric(judge_rubric_file(judge_cfg.static_rubric))
         elif static:  # the benchmark's packaged rubric; a clear error when it ships none
-            rubric = judge_rubric(getattr(adapter, "benchmark", ""))
+            rubric = load_rubric(judge_rubric_file(getattr(adapter, "benchmark", "")))
         else:
             rubric = None  # dynamic rubrics are written per group
         settings = JudgeSettings(**options)

@@ -22,11 +22,11 @@ from tqdm.auto import tqdm
 
 from rubricgym.benchmark import ExpertPlayer
 from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar
+from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
 from rubricgym.registration import UnknownBenchmark, get_spec
-from rubricgym.trainers.sharding import norm_value
-from rubricgym.trainers.config import PromptSettings, WarmupSettings
-from rubricgym.trainers.prompts import EpisodeView, PastStep, render_prompt
+from rubricgym.trainers.config import WarmupSettings
 from rubricgym.trainers.rollout import StepSample
+from rubricgym.trainers.sharding import norm_value
 from rubricgym.trainers.update import collate, micro_batches, response_logprobs
 
 log = logging.getLogger(__name__)
@@ -83,9 +83,7 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
             if bar is not None:
                 bar.update(1)
             obs, info = env.reset(seed=seed + k, options={"task_id": task_id})
-            view = EpisodeView(benchmark=getattr(adapter, "benchmark", ""), instruction=str(info.get("instruction", "")),
-                               initial_observation=obs, observation=obs,
-                               admissible_actions=info.get("admissible_actions"), grammar=adapter.grammar)
+            view = EpisodeView.start(env, obs, info)
             for command in expert(adapter):
                 prompt_ids = render_prompt(tokenizer, view, prompt)
                 text = demonstration_response(command, adapter.grammar)
@@ -96,9 +94,7 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
                     log.warning("expert step %r of %s was not accepted; demonstration cut there", command, task_id)
                     break
                 demos.append(Demonstration(task_id, view.step, prompt_ids, response_ids, text))
-                view.history.append(PastStep(response=text, action=transition.action.action or "", observation=obs))
-                view.observation = obs
-                view.admissible_actions = info.get("admissible_actions")
+                view.record(text, obs, info)
                 if terminated or truncated:
                     break
     finally:

@@ -32,7 +32,9 @@ TASK_TYPES = (
 
 
 def resolve_split_dir(split: str, data_path: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
-    """The folder to load games from, and its source label ("official", "path" or "bundled")."""
+    """The folder to load games from, and its source label ("official", "path" or "bundled").
+    A location the user names (``data_path``, ``$ALFWORLD_DATA``) must hold games: checked
+    here, before alfworld is imported (its import creates the ``$ALFWORLD_DATA`` folder)."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
     bundled, official = SPLITS[split]
@@ -43,10 +45,14 @@ def resolve_split_dir(split: str, data_path: str | os.PathLike[str] | None = Non
                 return candidate, "path"
         raise FileNotFoundError(f"no ALFWorld games (game.tw-pddl) for split {split!r} under {root}")
     env_root = os.environ.get("ALFWORLD_DATA")
-    if env_root:
+    if env_root:  # a location the user named: games there, or a clear error (never a silent fallback)
         candidate = Path(env_root).expanduser() / "json_2.1.1" / official
         if candidate.is_dir() and any(candidate.rglob("game.tw-pddl")):
             return candidate, "official"
+        raise FileNotFoundError(
+            f"$ALFWORLD_DATA={env_root} holds no ALFWorld games for split {split!r} (looked for "
+            f"{candidate}/**/game.tw-pddl): point it at the folder that holds json_2.1.1/, pass data_path=, "
+            "or unset ALFWORLD_DATA to play the bundled games")
     return BUNDLED_ROOT / bundled, "bundled"
 
 

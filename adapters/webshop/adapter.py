@@ -30,10 +30,16 @@ def _bundled_index() -> ProductIndex:
 
 
 def admissible_actions(available: dict[str, Any]) -> list[str]:
-    """WebShop's available actions as action strings: the search template when the page has
-    a search bar, then one ``click[...]`` per clickable (the no-op Search button excluded)."""
-    actions = [SEARCH_HINT] if available.get("has_search_bar") else []
-    return actions + [f"click[{c}]" for c in available.get("clickables", []) if c != "search"]
+    """WebShop's available actions that can be sent as they are: one ``click[...]`` per
+    clickable (the no-op Search button excluded). A search bar is an action *template*
+    (``info["action_templates"]``): an agent fills in its own keywords."""
+    return [f"click[{c}]" for c in available.get("clickables", []) if c != "search"]
+
+
+def action_info(available: dict[str, Any]) -> dict[str, Any]:
+    """What every state adds to ``info``: the engine's available actions and the templates."""
+    return {"available_actions": dict(available),
+            "action_templates": [SEARCH_HINT] if available.get("has_search_bar") else []}
 
 
 class WebShopAdapter(Adapter):
@@ -87,7 +93,7 @@ class WebShopAdapter(Adapter):
             observation=text, instruction=instruction, state_signature=self._world.signature(),
             admissible_actions=admissible_actions(self._available), entities=self._world.entities(),
             context_key=self._world.context_key(), benchmark_facts=self._world.state_facts(),
-            info={"source": self.source, "available_actions": dict(self._available)},
+            info={"source": self.source, **action_info(self._available)},
         )
 
     def step(self, action: ParsedAction) -> EngineStep:
@@ -110,14 +116,14 @@ class WebShopAdapter(Adapter):
             admissible_actions=admissible_actions(self._available), entities=self._world.entities(),
             context_key=self._world.context_key(), benchmark_facts=facts, reward=self._reward,
             terminated=self._done, accepted=not refused, error_text=_refusal(command) if refused else "",
-            info={"available_actions": dict(self._available)},
+            info=action_info(self._available),
         )
 
     def is_admissible(self, action: str, state: EngineState) -> bool | None:
         """Searches are admissible where the page has a search bar, clicks on a clickable."""
         command = parse_command(action)
         if command.kind == "search":
-            return SEARCH_HINT in (state.admissible_actions or [])
+            return bool(state.info.get("available_actions", {}).get("has_search_bar"))
         if command.kind == "click":
             return f"click[{command.arg}]" in (state.admissible_actions or [])
         return False
@@ -125,7 +131,8 @@ class WebShopAdapter(Adapter):
     def invalid_step(self, action: ParsedAction, state: EngineState) -> EngineStep:
         """An unparseable response: the shop is not called; the page's standing facts stay."""
         step = super().invalid_step(action, state)
-        return step.model_copy(update={"benchmark_facts": self._world.state_facts()})
+        return step.model_copy(update={"benchmark_facts": self._world.state_facts(),
+                                       "info": action_info(self._available)})
 
     def binding(self) -> WebShopBinding:
         return self._binding

@@ -17,7 +17,7 @@ import numpy as np
 
 from rubricgym.credit.grpo import DEFAULT_EPS, grpo_step_advantages
 from rubricgym.credit.trca import DEFAULT_GAMMA, RolloutSignals, outcome_of, trca_group_step_advantages
-from rubricgym.records import rollout_signals
+from rubricgym.records import rollout_signals, trca_gamma
 
 __all__ = ["ESTIMATORS", "Estimator", "Placement", "Signal", "as_signals", "get_estimator", "group_step_advantages"]
 
@@ -84,9 +84,11 @@ def as_signals(item: Any) -> RolloutSignals:
 
 
 def group_step_advantages(name: str, rollouts: Sequence[Any], lam: float | None = None,
-                          gamma: float = DEFAULT_GAMMA, eps: float = DEFAULT_EPS) -> list[np.ndarray]:
+                          gamma: float | None = None, eps: float = DEFAULT_EPS) -> list[np.ndarray]:
     """Per-step advantages of a group from stored signals, for the estimators that need no
     judge (``grpo``, ``trca*``): ``rollouts`` are ``RolloutSignals``, mappings or trajectories.
+    ``gamma`` defaults to the discount the trajectories' TRCA records carry (their library's),
+    else 0.95: the trainer's rule.
 
     >>> won = dict(r_f=[0.1, 0.2], r_b=[0.1, 0.2], env_rewards=[0.0, 1.0], context_keys=["a", "b"])
     >>> lost = dict(r_f=[0.1, -0.1], r_b=[0.1, 0.0], env_rewards=[0.0, 0.0], context_keys=["a", "c"])
@@ -100,5 +102,8 @@ def group_step_advantages(name: str, rollouts: Sequence[Any], lam: float | None 
     if est.signal == "outcome":
         return grpo_step_advantages([outcome_of(s) for s in signals], [s.num_steps for s in signals], eps)
     if est.signal == "trca":
+        if gamma is None:
+            gamma = next((g for r in rollouts if hasattr(r, "transitions")
+                          for g in [trca_gamma(r.transitions)] if g is not None), DEFAULT_GAMMA)
         return trca_group_step_advantages(signals, lam=est.lam if est.lam is not None else lam, gamma=gamma, eps=eps)
     raise ValueError(f"estimator {name!r} needs a judge: use rubricgym.judges.DracoJudge.score_group")

@@ -18,13 +18,13 @@ Conventions (documented choices where docs/design.md leaves room):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from rubricgym.credit.grpo import DEFAULT_EPS, grpo_step_advantages, standardize
+from rubricgym.credit.grpo import DEFAULT_EPS, standardize
 
 EVIDENCE = "evidence"
 INVALIDITY = "invalidity"

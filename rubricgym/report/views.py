@@ -131,6 +131,23 @@ def _changed_facts(previous: Mapping[str, Any], current: Mapping[str, Any]) -> d
             if previous.get(k) != v and (isinstance(v, (bool, int, float)) or v)}
 
 
+def page_text(observation: str, instruction: str) -> str:
+    """The observation without the task instruction that some benchmarks reprint at the top of
+    every page (WebShop's "Instruction: [SEP] ..."): the excerpt shows what changed."""
+    if len(instruction) < 16:
+        return observation
+    at = observation.find(instruction, 0, len(instruction) + 200)
+    if at == -1:
+        return observation
+    rest = observation[at + len(instruction):]
+    while True:  # separators between the header and the page
+        stripped = rest.lstrip(" \t\n:|-").removeprefix("[SEP]")
+        if stripped == rest:
+            break
+        rest = stripped
+    return "… " + rest if rest else observation
+
+
 def _fired(record: TRCARecord | None, categories: Mapping[str, str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = defaultdict(list)
     for op_id, value in (record.judgments if record is not None else {}).items():
@@ -222,7 +239,8 @@ def rollout_view(trajectory: Trajectory, label: str) -> RolloutView:
             index=tr.step, action=excerpt(tr.action.action or "", RESPONSE_CHARS),
             response=excerpt(tr.response, RESPONSE_CHARS),
             parse_error=None if tr.action.ok else (tr.action.error.value if tr.action.error else "unparsed"),
-            observation=excerpt(tr.observation, OBSERVATION_CHARS), facts_changed=changed,
+            observation=excerpt(page_text(tr.observation, trajectory.instruction), OBSERVATION_CHARS),
+            facts_changed=changed,
             fired=_fired(record, categories),
             r_f=record.r_F if record is not None else None,
             r_b=record.r_B if record is not None else None,

@@ -19,7 +19,7 @@ from rubricgym.adapter import TaskBinding
 from rubricgym.contract import Facts, registered_model, registered_model_refs
 from rubricgym.credit.trca import CATEGORIES, COVERABLE_CATEGORIES
 from rubricgym.trca.cost import condition_cost
-from rubricgym.trca.library import OperatorLibrary, read_library_file
+from rubricgym.trca.library import Operator, OperatorLibrary, read_library_file
 from rubricgym.trca.operators import CompiledLibrary, References, find_references
 
 
@@ -81,6 +81,18 @@ def _pydantic_problems(exc: ValidationError, data: dict[str, Any]) -> list[Libra
     return out
 
 
+def _well_formed_operators(raw: dict[str, Any]) -> list[Operator]:
+    """The operators of a library that failed validation which are valid on their own."""
+    ops = raw.get("operators") if isinstance(raw, dict) else None
+    out = []
+    for op in ops if isinstance(ops, list) else []:
+        try:
+            out.append(Operator.model_validate(op))
+        except ValidationError:
+            continue  # its problems are already listed
+    return out
+
+
 def _check_references(op_id: str, refs: References, reads: list[str], needs: list[str],
                       fact_names: set[str], binding_names: set[str], coverable_ids: set[str]) -> list[LibraryProblem]:
     p: list[LibraryProblem] = []
@@ -123,18 +135,21 @@ def check_library(
     ``facts_model``/``binding_model`` come from the adapter (``--env``); when omitted they are
     imported from the library's own ``facts_model``/``binding_model`` references."""
     raw = data.model_dump(by_alias=True) if isinstance(data, OperatorLibrary) else data
+    problems: list[LibraryProblem] = []
+    lib: OperatorLibrary | None = None
     try:
         lib = OperatorLibrary.model_validate(raw)
     except ValidationError as exc:
-        return None, _pydantic_problems(exc, raw)
-    problems: list[LibraryProblem] = []
+        problems += _pydantic_problems(exc, raw)
+    # a malformed part hides nothing else: the operators that are well-formed alone are checked too
+    operators = lib.operators if lib is not None else _well_formed_operators(raw)
 
-    if benchmark is not None and lib.benchmark != benchmark:
+    if lib is not None and benchmark is not None and lib.benchmark != benchmark:
         problems.append(LibraryProblem(kind="benchmark",
                                        message=f"library is for benchmark {lib.benchmark!r}, the env is {benchmark!r}"))
     models: dict[str, type] = {}
-    for key, given, base, ref in (("facts_model", facts_model, Facts, lib.facts_model),
-                                  ("binding_model", binding_model, TaskBinding, lib.binding_model)):
+    for key, given, base in (("facts_model", facts_model, Facts), ("binding_model", binding_model, TaskBinding)):
+        ref = raw.get(key) if isinstance(raw.get(key), str) else ""
         declared = None
         if ref:
             try:
@@ -147,17 +162,19 @@ def check_library(
     fact_names = schema_fields(models["facts_model"])
     binding_names = schema_fields(models["binding_model"])
 
-    for op_id, n in Counter(lib.ids).items():
-        if n > 1:
-            problems.append(LibraryProblem(operator=op_id, kind="duplicate_id", message=f"id used by {n} operators"))
-    for category in CATEGORIES:
-        if not lib.by_category(category):
-            problems.append(LibraryProblem(kind="empty_category", message=f"no {category} operators (each category needs >= 1)"))
-    coverable_ids = {op.id for op in lib.operators if op.category in COVERABLE_CATEGORIES}
+    if lib is not None:
+        for op_id, n in Counter(lib.ids).items():
+            if n > 1:
+                problems.append(LibraryProblem(operator=op_id, kind="duplicate_id", message=f"id used by {n} operators"))
+        for category in CATEGORIES:
+            if not lib.by_category(category):
+                problems.append(LibraryProblem(kind="empty_category",
+                                               message=f"no {category} operators (each category needs >= 1)"))
+    coverable_ids = {op.id for op in operators if op.category in COVERABLE_CATEGORIES}
 
     programs: list[cel.Program] = []
     refs: list[References] = []
-    for op in lib.operators:
+    for op in operators:
         try:
             program = cel.compile(op.condition)
         except Exception as exc:
@@ -173,7 +190,7 @@ def check_library(
             problems.append(LibraryProblem(operator=op.id, kind="missing_example", message="needs at least one negative example (expected: false)"))
         programs.append(program)
         refs.append(ref)
-    if problems:
+    if problems or lib is None:
         return None, problems
 
     compiled = CompiledLibrary(lib, programs, refs)

@@ -9,7 +9,8 @@ import signal
 
 import pytest
 from requirements_guard import need
-from rubricgym.trainers.config import EnvSettings, PromptSettings, load_config
+from rubricgym.prompts import PromptSettings
+from rubricgym.trainers.config import EnvSettings, load_config
 from rubricgym.trainers.env_workers import WORKER_DIED, WorkerRolloutCollector, build_collector
 from rubricgym.trainers.rollout import RolloutCollector, RolloutTimings, make_env_factory
 

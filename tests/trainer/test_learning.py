@@ -9,7 +9,7 @@ from trainer.word_env import WORDS, make_word_env, warm_start_format
 
 from rubricgym.models import build_tiny_model
 from rubricgym.trainers.config import load_config
-from rubricgym.trainers.prompts import EpisodeView, render_prompt
+from rubricgym.prompts import EpisodeView, render_prompt
 from rubricgym.trainers.trainer import Trainer
 
 SETTINGS = [

@@ -8,9 +8,9 @@ import torch
 from trainer.word_env import WORDS, make_word_env
 
 from rubricgym.models import build_tiny_model
-from rubricgym.trainers.config import GenerationSettings, PromptSettings
+from rubricgym.prompts import EpisodeView, PastStep, PromptSettings, render_prompt, window_messages
+from rubricgym.trainers.config import GenerationSettings
 from rubricgym.trainers.generation import HFGenerator
-from rubricgym.trainers.prompts import EpisodeView, PastStep, render_prompt, window_messages
 from rubricgym.trainers.rollout import RolloutCollector, RolloutTimings
 
 
@@ -153,7 +153,7 @@ def test_step_samples_keep_every_reward_component():
 def test_format_instruction_follows_the_env_grammar():
     """The default grammar gives the paper's text word for word; other grammars ask for their tags."""
     from rubricgym.parsing import TagGrammar
-    from rubricgym.trainers.prompts import FORMAT_INSTRUCTION, format_instruction
+    from rubricgym.prompts import FORMAT_INSTRUCTION, format_instruction
 
     assert FORMAT_INSTRUCTION == (
         "Now it's your turn to take an action. You should first reason step-by-step about the current "

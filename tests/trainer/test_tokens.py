@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from rubricgym.models import build_byte_tokenizer
 from rubricgym.parsing import parse_response
-from rubricgym.trainers.tokens import (
+from rubricgym.tokens import (
     char_to_token_span,
     decode_response,
     response_token_spans,

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from rubricgym.models import load_causal_lm
-from rubricgym.trainers.config import PromptSettings, WarmupSettings, load_config
+from rubricgym.prompts import PromptSettings
+from rubricgym.trainers.config import WarmupSettings, load_config
 from rubricgym.trainers.generation import stop_token_ids
 from rubricgym.trainers.trainer import WARMUP_FILE, Trainer
 from rubricgym.trainers.warmup import as_sample, collect_demonstrations, has_expert, run_warmup, sft_loss

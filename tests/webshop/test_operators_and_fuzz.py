@@ -8,7 +8,6 @@ import random
 from collections import defaultdict
 
 import gymnasium as gym
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from webshop.webshop_play import wrap_action

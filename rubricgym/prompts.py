@@ -1,4 +1,5 @@
-"""Prompt builders: what the policy sees at each step of a multi-turn episode.
+"""What a policy sees at each step of a multi-turn episode: the prompts rubricgym's trainer
+uses, public for your own agent or trainer (the same code, not a copy).
 
 Two styles (docs/design.md §6):
 
@@ -8,16 +9,66 @@ Two styles (docs/design.md §6):
 * ``chat``: one growing conversation; earlier responses appear as assistant turns and
   observations as user turns. The oldest turns are dropped past ``max_prompt_tokens``.
 
-Builders return chat messages; the tokenizer's chat template turns them into text.
+An ``EpisodeView`` follows one episode (``start`` after reset, ``record`` after each step);
+``build_messages`` turns it into chat messages, ``render_prompt`` into token ids.
+
+>>> import gymnasium as gym, rubricgym
+>>> env = gym.make("ALFWorld-Rubric-v0")
+>>> obs, info = env.reset(seed=0)
+>>> view = EpisodeView.start(env, obs, info)
+>>> first = build_messages(view, PromptSettings(style="chat"))
+>>> [m["role"] for m in first], "<action>" in first[0]["content"]
+(['system', 'user'], True)
+>>> response = "<think>look first</think><action>look</action>"
+>>> obs, reward, terminated, truncated, info = env.step(response)
+>>> view.record(response, obs, info)
+>>> [m["role"] for m in build_messages(view, PromptSettings(style="chat"))]
+['system', 'user', 'assistant', 'user']
+>>> env.close()
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+import gymnasium as gym
+from pydantic import BaseModel, ConfigDict, Field
+
+from rubricgym.contract import Transition
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
-from rubricgym.trainers.config import PromptSettings
+
+__all__ = [
+    "FORMAT_INSTRUCTION", "EpisodeView", "PastStep", "PromptSettings", "build_messages", "chat_messages",
+    "format_instruction", "render_prompt", "shown_actions", "window_messages",
+]
+
+
+class PromptSettings(BaseModel):
+    """How prompts are built (the trainer's ``prompt`` section)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    style: Literal["window", "chat"] = Field(
+        "window", description="'window': per-step prompt with the last K steps (TRCA); 'chat': growing chat"
+    )
+    history: int = Field(2, ge=0, description="K: past (action, observation) pairs shown in 'window' style")
+    show_admissible: bool = True
+    format_example: bool = Field(False, description="append a one-line example reply to the format instruction")
+    max_admissible: int = Field(40, ge=1, description="list at most this many admissible actions")
+    max_observation_chars: int = Field(1500, ge=64)
+    max_prompt_tokens: int = Field(1536, ge=16, description="'chat' drops the oldest turns beyond this")
+
+
+def shown_actions(info: Mapping[str, Any]) -> list[str] | None:
+    """The actions a prompt lists: the env's action templates (an agent fills in the ``<...>``
+    part, e.g. ``search[<keywords>]``), then its admissible actions; None when it lists none."""
+    templates = list(info.get("action_templates") or [])
+    admissible = info.get("admissible_actions")
+    if admissible is None and not templates:
+        return None
+    return templates + list(admissible or [])
 
 
 @dataclass
@@ -42,6 +93,30 @@ class EpisodeView:
     @property
     def step(self) -> int:
         return len(self.history)
+
+    @classmethod
+    def start(cls, env: gym.Env[Any, Any], observation: str, info: Mapping[str, Any]) -> EpisodeView:
+        """The view right after ``env.reset()``: the benchmark's name and action format come
+        from the rubricgym env underneath (another env gets its class name and ``<action>``)."""
+        adapter = getattr(env.unwrapped, "adapter", None)
+        return cls(
+            benchmark=getattr(adapter, "benchmark", type(env.unwrapped).__name__),
+            instruction=str(info.get("instruction", "")),
+            initial_observation=observation,
+            observation=observation,
+            admissible_actions=shown_actions(info),
+            grammar=getattr(adapter, "grammar", ACTION_GRAMMAR),
+        )
+
+    def record(self, response: str, observation: str, info: Mapping[str, Any]) -> None:
+        """After ``env.step(response)``: the response, its parsed action (None when it did not
+        parse) and the new observation join the history."""
+        transition = info.get("transition")
+        parsed = transition.action if isinstance(transition, Transition) else None
+        self.history.append(PastStep(response=response, action=parsed.action if parsed and parsed.ok else None,
+                                     observation=observation))
+        self.observation = observation
+        self.admissible_actions = shown_actions(info)
 
 
 def format_instruction(grammar: TagGrammar = ACTION_GRAMMAR) -> str:
@@ -128,7 +203,9 @@ def chat_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[str,
     return messages
 
 
-def build_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[str, str]]:
+def build_messages(view: EpisodeView, settings: PromptSettings | None = None) -> list[dict[str, str]]:
+    """The chat messages for the view's current step, in ``settings.style``."""
+    settings = settings or PromptSettings()
     return window_messages(view, settings) if settings.style == "window" else chat_messages(view, settings)
 
 

@@ -1,4 +1,5 @@
-"""From the parser's character spans to the exact token spans of a generated response.
+"""From the parser's character spans to the exact token spans of a generated response
+(the trainer's code, public for your own: ``response_token_spans``).
 
 The policy's response is a list of token ids; the env sees ``decode(ids)``; the parser
 reports reasoning/action as character spans of that text. Training needs the tokens: a
@@ -15,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-Span = tuple[int, int]
+from rubricgym.contract import Span
+
+__all__ = ["Span", "char_to_token_span", "decode_response", "response_token_spans", "token_char_offsets"]
 
 
 def decode_response(tokenizer: Any, ids: Sequence[int]) -> str:
