@@ -128,7 +128,7 @@ def policy_gradient_step(model: torch.nn.Module, optimizer: torch.optim.Optimize
     loss = total / max(1, counted)
     loss.backward()
     optimizer.step()
-    return float(loss)
+    return float(loss.detach())
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

@@ -39,6 +39,7 @@ from rubricgym.registration import (
     get_spec,
     make,
     make_rubric_env,
+    nearest_env_ids,
     register_benchmark,
     task_ids,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "load_jsonl",
     "make",
     "make_rubric_env",
+    "nearest_env_ids",
     "parse_response",
     "register_benchmark",
     "save_jsonl",

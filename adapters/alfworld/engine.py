@@ -31,6 +31,9 @@ TASK_TYPES = (
 )
 
 
+ALFWORLD_DEFAULT_CACHE = Path("~/.cache/alfworld").expanduser()  # alfworld.info's default
+
+
 def resolve_split_dir(split: str, data_path: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
     """The folder to load games from, and its source label ("official", "path" or "bundled").
     A location the user names (``data_path``, ``$ALFWORLD_DATA``) must hold games: checked
@@ -45,10 +48,14 @@ def resolve_split_dir(split: str, data_path: str | os.PathLike[str] | None = Non
                 return candidate, "path"
         raise FileNotFoundError(f"no ALFWorld games (game.tw-pddl) for split {split!r} under {root}")
     env_root = os.environ.get("ALFWORLD_DATA")
-    if env_root:  # a location the user named: games there, or a clear error (never a silent fallback)
+    if env_root:
         candidate = Path(env_root).expanduser() / "json_2.1.1" / official
         if candidate.is_dir() and any(candidate.rglob("game.tw-pddl")):
             return candidate, "official"
+        if Path(env_root).expanduser() == ALFWORLD_DEFAULT_CACHE:
+            # alfworld's import sets $ALFWORLD_DATA to its default cache when unset: not a user's choice
+            return BUNDLED_ROOT / bundled, "bundled"
+        # a location the user named: games there, or a clear error (never a silent fallback)
         raise FileNotFoundError(
             f"$ALFWORLD_DATA={env_root} holds no ALFWorld games for split {split!r} (looked for "
             f"{candidate}/**/game.tw-pddl): point it at the folder that holds json_2.1.1/, pass data_path=, "

@@ -4,6 +4,7 @@ and its token advantages are the ones rubricgym's trainer puts on the same episo
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ ENVS = {"WebShop-Rubric-v0": ("bm25s", "rapidfuzz"), "ALFWorld-Rubric-v0": ("alf
 def own_loop():
     spec = importlib.util.spec_from_file_location("own_loop_example", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through sys.modules
     spec.loader.exec_module(module)
     return module
 
