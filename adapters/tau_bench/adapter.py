@@ -90,7 +90,7 @@ class TauBenchAdapter(Adapter):
                 raise RuntimeError(f"the conversation ended before the agent's first turn ({self._orch.termination_reason})")
         except Exception as exc:
             raise EngineFailure(f"tau2 could not start {task_id}: {type(exc).__name__}: {str(exc)[:300]}") from exc
-        schemas = [t.openai_schema for t in env.get_tools()]
+        schemas = [t.openai_schema for t in tau.agent_tools(self._orch)]
         user_texts = tau.replies(opening).user_texts
         facts = self._observed.start(
             parameters={s["function"]["name"]: s["function"]["parameters"] for s in schemas},

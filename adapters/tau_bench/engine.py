@@ -87,7 +87,7 @@ _LOCK = threading.Lock()
 _CACHE: dict[str, Domain] = {}
 
 __all__ = [
-    "AssistantMessage", "Domain", "DriverAgent", "Environment", "Message", "MultiToolMessage", "Orchestrator",
+    "AssistantMessage", "agent_tools", "gc_paused", "Domain", "DriverAgent", "Environment", "Message", "MultiToolMessage", "Orchestrator",
     "RewardInfo", "Role", "Task", "TerminationReason", "Tool", "ToolCall", "ToolMessage", "UserMessage", "db_fingerprint",
     "domain", "evaluate", "finished_run", "replies", "tool_types",
 ]
@@ -251,6 +251,12 @@ def new_orchestrator(dom: Domain, task: Task, user: BaseUser, env: Environment, 
     agent = DriverAgent(tools=env.get_tools(), domain_policy=env.get_policy())
     return Orchestrator(domain=dom.registry_name, agent=agent, user=user, environment=env, task=task,
                         max_steps=10**9, max_errors=max_errors, seed=seed, solo_mode=False)
+
+
+def agent_tools(orch: Orchestrator) -> list[Tool]:
+    """The agent's tools as the orchestrator was given them (building them again from the
+    environment costs a pydantic model per tool at every reset)."""
+    return list(orch.agent.tools)
 
 
 def user_tools(env: Environment) -> list[Tool] | None:

@@ -17,6 +17,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from rubricgym.cli import main as cli_main
 from rubricgym.trainers.checkpoint import TENSORS_FILE, list_checkpoints, read_state
 from rubricgym.trainers.config import RunSettings, load_config
 from rubricgym.trainers.distributed import LaunchSharding, Ranks, launch_sharding, merge_rank_metrics
@@ -362,15 +363,23 @@ def test_one_process_ranks_are_the_identity():
     assert Ranks(rank=1, world_size=2).share(5) == [1, 3]
 
 
-def test_a_megatron_accelerate_config_is_refused_before_anything_loads(tmp_path):
+def train_in_process(tmp_path, monkeypatch, capsys, **launch_env: str) -> tuple[int, str]:
+    """``rubricgym train`` with the launcher's variables set, in this process (a refusal that
+    comes before anything loads needs no child process); (exit code, stderr)."""
+    for name, value in launch_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))  # the word env's module, as child_env's PYTHONPATH
+    code = cli_main(["train", *cli_args(SETTINGS), "--output-dir", str(tmp_path)])
+    return code, capsys.readouterr().err
+
+
+def test_a_megatron_accelerate_config_is_refused_before_anything_loads(tmp_path, monkeypatch, capsys):
     """accelerate marks Megatron-LM launches with this variable; the trainer does not drive that
     engine, so it stops with a clear error rather than silently sharding nothing."""
-    out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", *cli_args(SETTINGS), "--output-dir",
-                          str(tmp_path)], env=child_env(ACCELERATE_USE_MEGATRON_LM="true"), cwd=ROOT,
-                         capture_output=True, text=True, timeout=HANG_GUARD_S)
-    assert out.returncode == 2, out.stderr[-3000:]
-    assert "cannot start: the accelerate config asks for Megatron-LM" in out.stderr
-    assert "configs/accelerate/ddp.yaml" in out.stderr and not list(tmp_path.iterdir())
+    code, err = train_in_process(tmp_path, monkeypatch, capsys, ACCELERATE_USE_MEGATRON_LM="true")
+    assert code == 2, err[-3000:]
+    assert "cannot start: the accelerate config asks for Megatron-LM" in err
+    assert "configs/accelerate/ddp.yaml" in err and not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -379,12 +388,10 @@ def test_a_megatron_accelerate_config_is_refused_before_anything_loads(tmp_path)
     ({"ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE": "nvme"}, "asks for offloading the parameters"),
     ({"ACCELERATE_DEEPSPEED_ZERO_STAGE": "0"}, "asks for ZeRO stage '0'"),
 ])
-def test_deepspeed_settings_the_trainer_does_not_apply_are_refused(tmp_path, extra, message):
-    out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", *cli_args(SETTINGS), "--output-dir",
-                          str(tmp_path)], env=child_env(ACCELERATE_USE_DEEPSPEED="true", **extra), cwd=ROOT,
-                         capture_output=True, text=True, timeout=HANG_GUARD_S)
-    assert out.returncode == 2, out.stderr[-3000:]
-    assert message in out.stderr and not list(tmp_path.iterdir())
+def test_deepspeed_settings_the_trainer_does_not_apply_are_refused(tmp_path, monkeypatch, capsys, extra, message):
+    code, err = train_in_process(tmp_path, monkeypatch, capsys, ACCELERATE_USE_DEEPSPEED="true", **extra)
+    assert code == 2, err[-3000:]
+    assert message in err and not list(tmp_path.iterdir())
 
 
 def test_the_launch_environment_names_the_sharding():

@@ -172,6 +172,29 @@ def ray_local():
     ray.shutdown()
 
 
+class InProcessRuns:
+    """The in-process collection each worker backend must reproduce, collected once per module
+    (both backends compare against the same rollouts; the pool is not part of what is run)."""
+
+    def __init__(self):
+        self.runs: dict[tuple, list] = {}
+
+    def get(self, settings: EnvSettings, tok, texts: list[str], tasks: list, group: int, max_steps: int) -> list:
+        key = (settings.id, tuple(texts), tuple(tasks), group, max_steps)
+        if key not in self.runs:
+            local = RolloutCollector(make_env_factory(settings), tok, PromptSettings(), max_steps=max_steps)
+            try:
+                self.runs[key], _ = collect(local, tok, texts, tasks, group)
+            finally:
+                local.close()
+        return self.runs[key]
+
+
+@pytest.fixture(scope="module")
+def in_process_runs() -> InProcessRuns:
+    return InProcessRuns()
+
+
 def alf_settings(backend):
     return EnvSettings(id="ALFWorld-Rubric-v0", max_steps=3, workers=2, worker_backend=backend)
 
@@ -179,7 +202,7 @@ def alf_settings(backend):
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("backend", ["ray", "process"])
-def test_alfworld_with_two_workers_gives_the_in_process_trajectories(backend, request):
+def test_alfworld_with_two_workers_gives_the_in_process_trajectories(backend, request, in_process_runs):
     need("alfworld", "pip install 'rubricgym[alfworld]'")
     if backend == "ray":
         request.getfixturevalue("ray_local")
@@ -193,11 +216,7 @@ def test_alfworld_with_two_workers_gives_the_in_process_trajectories(backend, re
         got, _ = collect(remote, tok, ALF_TEXTS, tasks, 2)
     finally:
         remote.close()
-    local = RolloutCollector(make_env_factory(settings), tok, PromptSettings(), max_steps=3)
-    try:
-        expected, _ = collect(local, tok, ALF_TEXTS, tasks, 2)
-    finally:
-        local.close()
+    expected = in_process_runs.get(settings, tok, ALF_TEXTS, tasks, 2, max_steps=3)
     assert got == expected
     assert all(r["error"] is None for r in got) and sum(len(r["steps"]) for r in got) >= 8
     assert all("trca" in s[8]["rubric"] for r in got for s in r["steps"])  # the reward records came along
@@ -239,7 +258,7 @@ APPWORLD_TEXTS = ["<think>look around</think><action>print(apis.api_docs.show_ap
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("backend", ["ray", "process"])
-def test_appworld_with_two_workers_gives_the_in_process_trajectories(backend, request):
+def test_appworld_with_two_workers_gives_the_in_process_trajectories(backend, request, in_process_runs):
     if backend == "ray":
         request.getfixturevalue("ray_local")
     _, tok = build_tiny_model(0)
@@ -251,11 +270,7 @@ def test_appworld_with_two_workers_gives_the_in_process_trajectories(backend, re
         got, _ = collect(remote, tok, APPWORLD_TEXTS, tasks, 1)
     finally:
         remote.close()
-    local = RolloutCollector(make_env_factory(settings), tok, PromptSettings(), max_steps=2)
-    try:
-        expected, _ = collect(local, tok, APPWORLD_TEXTS, tasks, 1)
-    finally:
-        local.close()
+    expected = in_process_runs.get(settings, tok, APPWORLD_TEXTS, tasks, 1, max_steps=2)
     assert got == expected
     assert all(r["error"] is None for r in got) and sum(len(r["steps"]) for r in got) == 4
 
