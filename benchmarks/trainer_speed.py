@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def word_env_factory() -> str:
     """The pick-the-word test env (pure Python: no benchmark engine needed)."""
     sys.path.insert(0, str(ROOT / "tests"))
-    return "trainer.word_env:make_word_env"
+    import trainer.word_env  # noqa: F401  (tests/ is on the path only now; registers env.factory=word)
+
+    return "word"
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -53,8 +53,10 @@ def run_rubricgym(args: argparse.Namespace, out_dir: Path) -> dict[str, float]:
     from rubricgym.trainers.trainer import Trainer
 
     sys.path.insert(0, str(ROOT / "tests"))
+    import trainer.word_env  # noqa: F401  (tests/ is on the path only now; registers env.factory=word)
+
     config = load_config(None, [
-        f"model.name={args.model}", "model.device=cpu", "env.factory=trainer.word_env:make_word_env",
+        f"model.name={args.model}", "model.device=cpu", "env.factory=word",
         f"env.kwargs={{num_tasks: {args.tasks}}}", "env.max_steps=1", "algorithm.advantage=grpo",
         f"algorithm.group_size={args.group_size}", f"algorithm.tasks_per_iteration={args.tasks}",
         f"algorithm.lr={args.lr}", "algorithm.kl_coef=0.04", "algorithm.entropy_coef=0.0",

@@ -27,6 +27,7 @@ from rubricgym.contract import (
     save_jsonl,
 )
 from rubricgym.env import RubricEnv
+from rubricgym.env_factories import UnknownEnvFactory, env_factory_names, register_env_factory
 from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar, parse_response
 from rubricgym.records import StepRecords, step_records
 from rubricgym.registration import (
@@ -78,9 +79,11 @@ __all__ = [
     "Trajectory",
     "Transition",
     "UnknownBenchmark",
+    "UnknownEnvFactory",
     "attach_reward",
     "check_env_id",
     "discover",
+    "env_factory_names",
     "env_ids",
     "get_spec",
     "load_jsonl",
@@ -89,6 +92,7 @@ __all__ = [
     "nearest_env_ids",
     "parse_response",
     "register_benchmark",
+    "register_env_factory",
     "save_jsonl",
     "step_records",
     "task_ids",

@@ -10,6 +10,7 @@ every other test is spread over the workers. Each worker's torch runs one thread
 import os
 
 import pytest
+import trainer.word_env  # noqa: F401  (registers the tests' env factories: env.factory=word, expert-word, trca-word)
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     except CheckpointError as exc:
         print(f"rubricgym train: cannot resume: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, RuntimeError, ValueError, ImportError, NotImplementedError) as exc:
+    except (FileNotFoundError, LookupError, RuntimeError, ValueError, ImportError, NotImplementedError) as exc:
         print(f"rubricgym train: cannot start: {exc}", file=sys.stderr)
         return 2
     if args.resume and trainer.iteration >= config.run.iterations:  # nothing left: say so, train nothing

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rubricgym.credit.estimators import get_estimator
+from rubricgym.env_factories import check_factory_name
 from rubricgym.prompts import PromptSettings
 from rubricgym.registration import check_env_id, get_spec
 from rubricgym.secret_refs import refuse_inline_secrets
@@ -46,7 +47,8 @@ MAIN_JOB_MAX_STEPS = 10
 
 class EnvSettings(_Section):
     id: str = Field(DEFAULT_ENV_ID, description="a gymnasium id of a rubricgym env")
-    factory: str | None = Field(None, description="'module:callable' returning a gym.Env (overrides id)")
+    factory: str | None = Field(None, description="the name of a registered env factory (rubricgym.register_env_factory "
+                                "or an installed package's entry point); overrides id. Never an import path")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="passed to gym.make / the factory")
     max_steps: int | None = Field(
         None, ge=1, description="step budget per episode; default: the benchmark spec's. Without env.id (the main "
@@ -68,6 +70,12 @@ class EnvSettings(_Section):
             return check_env_id(value)
         except LookupError as exc:
             raise ValueError(str(exc)) from None
+
+    @field_validator("factory")
+    @classmethod
+    def _factory_name(cls, value: str | None) -> str | None:
+        # a name, never 'module:callable': a config or run folder must not choose code to import
+        return None if value is None else check_factory_name(value)
 
     @model_validator(mode="before")
     @classmethod

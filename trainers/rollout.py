@@ -8,7 +8,6 @@ sampled, plus the token spans of its reasoning and its action.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ import gymnasium as gym
 
 import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.contract import Trajectory, Transition
+from rubricgym.env_factories import EnvFactory, env_factory
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
 from rubricgym.registration import check_env_id
 from rubricgym.trainers.config import EnvSettings
@@ -82,13 +82,11 @@ class Rollout:
         return self.env_return > 0
 
 
-def make_env_factory(settings: EnvSettings) -> Callable[[], gym.Env]:
-    """A zero-argument env constructor from the config (a gym id or ``module:callable``)."""
+def make_env_factory(settings: EnvSettings, factory: EnvFactory | None = None) -> Callable[[], gym.Env]:
+    """A zero-argument env constructor from the config (a gym id, or a registered factory's
+    name); ``factory`` is that name's callable when the caller resolved it already."""
     if settings.factory:
-        module, _, name = settings.factory.partition(":")
-        if not name:
-            raise ValueError(f"env.factory must be 'module:callable', got {settings.factory!r}")
-        fn = getattr(importlib.import_module(module), name)
+        fn = factory or env_factory(settings.factory)
         return lambda: fn(max_steps=settings.max_steps, **settings.kwargs)
     check_env_id(settings.id)
     return lambda: gym.make(settings.id, max_steps=settings.max_steps, **settings.kwargs)

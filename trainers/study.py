@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rubricgym.env_factories import register_env_factories, registered_env_factories
 from rubricgym.credit.estimators import get_estimator
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.trainer import Trainer
@@ -171,9 +172,11 @@ def run_study(settings: StudySettings) -> dict[str, Any]:
     if settings.jobs == 1:
         results = [_run_one_safely(run_settings, e, s, out / "runs") for e, s in pairs]
     else:
-        # spawn: torch and the engines are not fork-safe once loaded
+        # spawn: torch and the engines are not fork-safe once loaded; each process gets this
+        # process's registered env factories (env.factory names one of them)
         with ProcessPoolExecutor(max_workers=min(settings.jobs, len(pairs)),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+                                 mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=register_env_factories, initargs=(registered_env_factories(),)) as pool:
             futures = [pool.submit(_run_one_safely, run_settings, e, s, out / "runs") for e, s in pairs]
             results = []
             for future in futures:

@@ -60,7 +60,7 @@ def test_resume_of_a_finished_run_says_it_is_complete(tmp_path, capsys):
     from rubricgym.trainers.config import load_config
     from rubricgym.trainers.trainer import Trainer
 
-    settings = ["model.name=tiny", "env.factory=trainer.word_env:make_word_env", "env.max_steps=2",
+    settings = ["model.name=tiny", "env.factory=word", "env.max_steps=2",
                 "algorithm.advantage=grpo", "algorithm.group_size=2", "algorithm.tasks_per_iteration=1",
                 "generation.max_new_tokens=4", "prompt.max_prompt_tokens=40", "run.iterations=1",
                 "run.progress=false", "run.evaluate_after=false"]

@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "rubricgym.judges.rubric", "rubricgym.judges.schemas", "rubricgym.judges.structured",
                  "rubricgym.judges.wrapper")),
     ("env", ("rubricgym.env",)),
-    ("registration", ("rubricgym.benchmark", "rubricgym.attach", "rubricgym.registration")),
+    ("registration", ("rubricgym.benchmark", "rubricgym.attach", "rubricgym.registration", "rubricgym.env_factories")),
     ("tools", ("rubricgym.demo", "rubricgym.llm_server", "rubricgym.cli", "rubricgym.report",
                "rubricgym.trca.cli", "rubricgym.trca.generate", "rubricgym.trca.recording", "rubricgym.judges.cli",
                "rubricgym.trca", "rubricgym.judges", "rubricgym.operator_libraries")),

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rubricgym.trainers.checkpoint import (
     ADAPTER_FILE,
@@ -26,6 +27,7 @@ from rubricgym.trainers.checkpoint import (
     STATE_FILE,
     TENSORS_FILE,
     CheckpointError,
+    config_hash,
     list_checkpoints,
     read_checkpoint,
     verify_checkpoint,
@@ -34,8 +36,9 @@ from rubricgym.trainers.config import load_config
 from rubricgym.trainers.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
+WORD_CLI = ROOT / "tests" / "trainer" / "word_cli.py"  # the CLI with env.factory=word registered
 SETTINGS = [
-    "model.name=tiny", "env.factory=trainer.word_env:make_word_env", "env.max_steps=2",
+    "model.name=tiny", "env.factory=word", "env.max_steps=2",
     "algorithm.advantage=grpo", "algorithm.group_size=2", "algorithm.tasks_per_iteration=2",
     "algorithm.lr=0.01", "algorithm.skip_zero_advantage=false", "algorithm.entropy_coef=0.05",
     "generation.max_new_tokens=8", "prompt.max_prompt_tokens=40", "run.iterations=3", "run.progress=false",
@@ -122,7 +125,7 @@ def test_pickled_state_file_is_refused_unopened(reference, tmp_path):
     assert not marker.exists()
     # through the CLI: exit 2, the file named, no traceback, nothing executed
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
-    out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", "--resume", str(run), "--quiet"],
+    out = subprocess.run([sys.executable, str(WORD_CLI), "train", "--resume", str(run), "--quiet"],
                          env=env, cwd=ROOT, timeout=600, capture_output=True, text=True, check=False)
     assert out.returncode == 2, out.stderr
     assert LEGACY_PICKLE in out.stderr and "Traceback" not in out.stderr
@@ -240,9 +243,82 @@ def test_no_intact_checkpoint_is_a_clear_refusal_through_the_cli(reference, tmp_
         (ckpt / STATE_FILE).write_text("")
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
-    out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", "--resume", str(run), "--quiet"],
+    out = subprocess.run([sys.executable, str(WORD_CLI), "train", "--resume", str(run), "--quiet"],
                          env=env, cwd=ROOT, timeout=600, capture_output=True, text=True, check=False)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     for ckpt in list_checkpoints(run):
         assert str(ckpt / STATE_FILE) in out.stderr  # every bad file named
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before  # nothing moved or lost
+
+
+# ---- issue 28, item 1: a run folder never names code to import ---------------------------------
+HOOK_MODULE = """import pathlib
+pathlib.Path(__file__).with_name("imported-from-a-run-folder").write_text("ran")
+def make(**kwargs):
+    pathlib.Path(__file__).with_name("called-from-a-run-folder").write_text("ran")
+"""
+
+
+def _plant_module(tmp_path: Path, monkeypatch) -> Path:
+    """An importable module that leaves a mark when imported or called (what a ``hubconf.py`` does)."""
+    code_dir = tmp_path / "code"
+    code_dir.mkdir()
+    (code_dir / "planted_hook.py").write_text(HOOK_MODULE)
+    monkeypatch.syspath_prepend(str(code_dir))
+    return code_dir
+
+
+def _retarget_state(ckpt: Path, factory: str) -> None:
+    """Set env.factory in the checkpoint's saved config, with its hash and manifest recomputed."""
+    state = json.loads((ckpt / STATE_FILE).read_text())
+    state["config"]["env"]["factory"] = factory
+    state["config_sha256"] = config_hash(state["config"])
+    (ckpt / STATE_FILE).write_text(json.dumps(state))
+    manifest = json.loads((ckpt / MANIFEST_FILE).read_text())
+    data = (ckpt / STATE_FILE).read_bytes()
+    manifest["files"][STATE_FILE] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    (ckpt / MANIFEST_FILE).write_text(json.dumps(manifest))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory", ["planted_hook:make", "torch.hub:load"])
+def test_resume_never_imports_a_factory_named_in_the_run_folder(reference, tmp_path, monkeypatch, capsys, factory):
+    """config.yaml and every checkpoint's state name an import path (hash and manifest made to
+    match): --resume refuses with the fix, and nothing from the folder's text is imported."""
+    from rubricgym.cli import main
+
+    code_dir = _plant_module(tmp_path, monkeypatch)
+    run = _copy(reference, tmp_path)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["env"]["factory"] = factory
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    for ckpt in list_checkpoints(run):
+        _retarget_state(ckpt, factory)
+    assert main(["train", "--resume", str(run), "--quiet", "--iterations", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "an import path is not accepted" in err and "register_env_factory" in err, err
+    assert "planted_hook" not in sys.modules and not list(code_dir.glob("*-from-a-run-folder"))
+
+
+@pytest.mark.slow
+def test_resume_with_a_factory_this_process_did_not_register_names_the_registered_ones(reference, tmp_path, capsys):
+    from rubricgym.cli import main
+
+    run = _copy(reference, tmp_path)
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["env"]["factory"] = "wrod"
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    assert main(["train", "--resume", str(run), "--quiet", "--iterations", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "no env factory 'wrod' is registered; did you mean word?" in err and "register_env_factory" in err, err
+
+
+def test_a_config_naming_an_import_path_is_refused_when_read(tmp_path, monkeypatch):
+    code_dir = _plant_module(tmp_path, monkeypatch)
+    path = tmp_path / "train.yaml"
+    path.write_text("env:\n  factory: planted_hook:make\n  max_steps: 2\n")
+    with pytest.raises(ValueError, match="an import path is not accepted"):
+        load_config(path)
+    with pytest.raises(ValueError, match="an import path is not accepted"):
+        load_config(None, ["env.factory=planted_hook:make", "env.max_steps=2"])
+    assert "planted_hook" not in sys.modules and not list(code_dir.glob("*-from-a-run-folder"))

@@ -29,7 +29,7 @@ def _settings(server: ScriptedJudgeServer, cache: Path, **key_ref: str) -> list[
     options = {"base_url": server.base_url, "model": "scripted", "response_format": "json_object_schema",
                "cache_dir": str(cache), "max_repairs": 0, "timeout_s": 10, **key_ref}
     return [
-        "model.name=tiny", "env.factory=trainer.word_env:make_word_env", "env.max_steps=1",
+        "model.name=tiny", "env.factory=word", "env.max_steps=1",
         "algorithm.advantage=draco_static_credit", "algorithm.group_size=2", "algorithm.tasks_per_iteration=1",
         "generation.max_new_tokens=8", "prompt.max_prompt_tokens=40", "run.iterations=1", "run.progress=false",
         "run.evaluate_after=false", "judge.static_rubric=alfworld", f"judge.options={json.dumps(options)}",

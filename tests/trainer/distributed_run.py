@@ -16,6 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
+import trainer.word_env  # noqa: F401  (registers env.factory=word)
 import trainer.split_word_env  # noqa: F401  (registers WordPickSplit-Rubric-v0: a word task with an expert)
 
 from rubricgym.trainers.trainer import Trainer

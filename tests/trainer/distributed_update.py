@@ -12,12 +12,14 @@ import random
 import sys
 from pathlib import Path
 
+import trainer.word_env  # noqa: F401  (registers env.factory=word: tests/ is on PYTHONPATH)
+
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.trainer import Trainer
 
 AGGREGATIONS = ("token_mean", "step_mean", "rollout_mean_step_mean")
-SETTINGS = ["model.name=tiny", "env.factory=trainer.word_env:make_word_env", "algorithm.advantage=trca",
+SETTINGS = ["model.name=tiny", "env.factory=word", "algorithm.advantage=trca",
             "algorithm.tasks_per_iteration=2", "algorithm.epochs=2", "algorithm.lr=0.01",
             "algorithm.micro_batch_size=3", "algorithm.entropy_coef=0.01", "algorithm.kl_coef=0.05",
             "run.threads=1", "run.tensorboard=false", "run.progress=false", "warmup.enabled=false"]

@@ -66,7 +66,7 @@ def test_a_collective_failing_inside_the_model_stops_with_the_resume_hint(tmp_pa
         raise DistError("Connection reset by peer")
 
     monkeypatch.setattr(Trainer, "train", lost_rank)
-    code = main(["train", "--set", "model.name=tiny", "--set", "env.factory=trainer.word_env:make_word_env",
+    code = main(["train", "--set", "model.name=tiny", "--set", "env.factory=word",
                  "--set", "run.tensorboard=false", "--set", "run.progress=false", "--output-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 3, err

@@ -26,9 +26,10 @@ from rubricgym.trainers.trainer import Trainer, sharding_choice
 from rubricgym.trainers.zero import require_deepspeed
 
 ROOT = Path(__file__).resolve().parents[2]
+WORD_CLI = ROOT / "tests" / "trainer" / "word_cli.py"  # the CLI with env.factory=word registered
 SCRIPT = Path(__file__).with_name("distributed_run.py")
 SETTINGS = [
-    "model.name=tiny", "env.factory=trainer.word_env:make_word_env", "env.max_steps=2",
+    "model.name=tiny", "env.factory=word", "env.max_steps=2",
     "algorithm.advantage=grpo", "algorithm.group_size=3", "algorithm.tasks_per_iteration=2",
     "algorithm.epochs=2", "algorithm.lr=0.01", "algorithm.micro_batch_size=2", "algorithm.entropy_coef=0.05",
     # a random tiny model never wins (advantages 0): train on KL + entropy so the weights move
@@ -429,7 +430,7 @@ def test_accelerate_launch_with_the_shipped_fsdp_config_shards_the_model(tmp_pat
     settings = [*SETTINGS, "run.iterations=1"]
     cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", "--config_file",
            str(ROOT / "configs" / "accelerate" / "fsdp.yaml"), "--num_processes", "2", "--main_process_port",
-           str(free_port()), "-m", "rubricgym.cli", "train", *cli_args(settings), "--set", "run.name=acc-fsdp",
+           str(free_port()), str(WORD_CLI), "train", *cli_args(settings), "--set", "run.name=acc-fsdp",
            "--output-dir", str(tmp_path)]
     out = subprocess.run(cmd, env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -444,7 +445,7 @@ def test_accelerate_launch_with_a_shipped_deepspeed_config_trains_through_zero(t
     settings = [*SETTINGS, "run.iterations=1"]
     cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", "--config_file",
            str(ROOT / "configs" / "accelerate" / f"deepspeed_zero{stage}.yaml"), "--num_processes", "2",
-           "--main_process_port", str(free_port()), "-m", "rubricgym.cli", "train", *cli_args(settings), "--set",
+           "--main_process_port", str(free_port()), str(WORD_CLI), "train", *cli_args(settings), "--set",
            "run.name=acc-zero", "--output-dir", str(tmp_path)]
     out = subprocess.run(cmd, env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -458,7 +459,7 @@ def test_accelerate_launch_with_the_shipped_config(tmp_path):
     settings = [*SETTINGS, "run.iterations=1"]
     cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", "--config_file",
            str(ROOT / "configs" / "accelerate" / "ddp.yaml"), "--main_process_port", str(free_port()),
-           "-m", "rubricgym.cli", "train", *cli_args(settings), "--set", "run.name=acc", "--output-dir", str(tmp_path)]
+           str(WORD_CLI), "train", *cli_args(settings), "--set", "run.name=acc", "--output-dir", str(tmp_path)]
     out = subprocess.run(cmd, env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
     assert out.returncode == 0, out.stderr[-3000:]
     logged = metrics(tmp_path / "acc")

@@ -16,7 +16,7 @@ from rubricgym.trainers.rollout import RolloutCollector, RolloutTimings, make_en
 
 from rubricgym.models import build_tiny_model
 
-WORD_FACTORY = "trainer.word_env:make_word_env"
+WORD_FACTORY = "word"
 
 
 class TurnScript:
@@ -278,7 +278,7 @@ def test_appworld_with_two_workers_gives_the_in_process_trajectories(backend, re
 @pytest.mark.slow
 def test_an_env_that_cannot_be_built_in_a_worker_is_a_clear_error():
     _, tok = build_tiny_model(0)
-    settings = EnvSettings(factory="trainer.word_env:make_word_env", kwargs={"no_such_argument": 1}, workers=1,
+    settings = EnvSettings(factory="word", kwargs={"no_such_argument": 1}, workers=1,
                            worker_backend="process")
     with pytest.raises(RuntimeError, match="could not build the env.*no_such_argument"):
         build_collector(settings, None, tok, PromptSettings(), 2)

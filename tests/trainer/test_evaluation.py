@@ -151,7 +151,7 @@ def test_an_eval_split_that_shares_training_tasks_is_not_called_held_out(tmp_pat
 
 def test_without_a_held_out_split_the_train_tasks_of_iteration_one_are_evaluated(tmp_path):
     settings = [s for s in SPLIT if not s.startswith("env.id")] + [
-        "env.factory=trainer.word_env:make_word_env", "warmup.enabled=false"]
+        "env.factory=word", "warmup.enabled=false"]
     trainer = Trainer(load_config(None, settings), tmp_path / "run")
     try:
         plan = trainer.held_out.plan

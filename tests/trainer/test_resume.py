@@ -18,8 +18,9 @@ from rubricgym.trainers.config import load_config
 from rubricgym.trainers.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
+WORD_CLI = ROOT / "tests" / "trainer" / "word_cli.py"  # the CLI with env.factory=word registered
 SETTINGS = [
-    "model.name=tiny", "env.factory=trainer.word_env:make_word_env", "env.max_steps=2",
+    "model.name=tiny", "env.factory=word", "env.max_steps=2",
     "algorithm.advantage=grpo", "algorithm.group_size=3", "algorithm.tasks_per_iteration=2",
     "algorithm.epochs=2", "algorithm.minibatches=2", "algorithm.lr=0.01", "algorithm.lr_schedule=cosine",
     "algorithm.micro_batch_size=4", "algorithm.entropy_coef=0.05",
@@ -84,7 +85,7 @@ def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
 @pytest.mark.slow
 def test_killed_process_resumes_through_the_cli(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
-    args = [sys.executable, "-m", "rubricgym.cli", "train", "--quiet"] + [a for s in SETTINGS for a in ("--set", s)]
+    args = [sys.executable, str(WORD_CLI), "train", "--quiet"] + [a for s in SETTINGS for a in ("--set", s)]
     subprocess.run(args + ["--set", "run.name=full", "--output-dir", str(tmp_path)], check=True, env=env,
                    cwd=ROOT, timeout=900, capture_output=True)
     full = [json.loads(x) for x in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]
@@ -98,7 +99,7 @@ def test_killed_process_resumes_through_the_cli(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert list_checkpoints(run_dir), "no checkpoint was written before the kill"
-    out = subprocess.run([sys.executable, "-m", "rubricgym.cli", "train", "--resume", str(run_dir), "--quiet"],
+    out = subprocess.run([sys.executable, str(WORD_CLI), "train", "--resume", str(run_dir), "--quiet"],
                          env=env, cwd=ROOT, timeout=900, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     again = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]

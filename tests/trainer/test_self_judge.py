@@ -7,7 +7,7 @@ from rubricgym.trainers.config import load_config
 from rubricgym.trainers.trainer import Trainer
 
 SETTINGS = [
-    "model.name=tiny", "env.factory=trainer.word_env:make_word_env", "env.max_steps=1",
+    "model.name=tiny", "env.factory=word", "env.max_steps=1",
     "algorithm.advantage=draco_static_credit", "algorithm.group_size=2", "algorithm.tasks_per_iteration=1",
     "generation.max_new_tokens=8", "prompt.max_prompt_tokens=40", "run.iterations=1", "run.progress=false",
     "run.evaluate_after=false", "judge.self_judge=true", "judge.static_rubric=appworld",

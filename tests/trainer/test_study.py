@@ -10,7 +10,7 @@ import pytest
 from rubricgym.cli import main
 
 
-TINY_WORD_TASK = ["model.name=tiny", "env.factory=trainer.word_env:make_trca_word_env", "env.max_steps=2",
+TINY_WORD_TASK = ["model.name=tiny", "env.factory=trca-word", "env.max_steps=2",
                   "algorithm.group_size=2", "algorithm.tasks_per_iteration=1", "generation.max_new_tokens=8",
                   "warmup.enabled=false", "run.checkpoint_every=100", "run.tensorboard=false"]
 
@@ -60,10 +60,10 @@ def test_parallel_study_gives_the_serial_study_s_rows(tmp_path):
 
 def test_a_failed_run_is_reported_and_the_exit_code_says_so(tmp_path, capsys):
     out = tmp_path / "study"
-    rc = _study(out, sets=[*TINY_WORD_TASK, "env.factory=trainer.word_env:no_such_factory"])
+    rc = _study(out, sets=[*TINY_WORD_TASK, "env.factory=no-such-factory"])
     assert rc == 3
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["failed_runs"]) == {"grpo-seed0", "grpo-seed1", "trca-seed0", "trca-seed1"}
-    assert all("no_such_factory" in error for error in summary["failed_runs"].values())
+    assert all("no env factory 'no-such-factory' is registered" in error for error in summary["failed_runs"].values())
     assert "failed run `trca-seed1`" in (out / "summary.md").read_text()
     assert list(csv.DictReader(open(out / "study.csv"))) == []

@@ -16,7 +16,7 @@ from rubricgym.trainers.warmup import as_sample, collect_demonstrations, has_exp
 from trainer.word_env import make_expert_word_env, make_word_env
 
 SETTINGS = [
-    "model.name=tiny", "env.factory=trainer.word_env:make_expert_word_env", "env.max_steps=2",
+    "model.name=tiny", "env.factory=expert-word", "env.max_steps=2",
     "env.kwargs={num_tasks: 4}", "algorithm.advantage=grpo", "algorithm.group_size=2",
     "algorithm.tasks_per_iteration=1", "generation.max_new_tokens=8", "prompt.max_prompt_tokens=40",
     "warmup.steps=3", "warmup.games=2", "run.iterations=2", "run.progress=false", "run.evaluate_after=false",
@@ -102,10 +102,10 @@ def test_warm_start_runs_once_and_not_again_on_resume(tmp_path):
 
 def test_warmup_is_off_without_an_expert_and_required_when_enabled(tmp_path):
     base = [s for s in SETTINGS if not s.startswith(("env.factory", "env.kwargs"))]
-    trainer = Trainer(load_config(None, base + ["env.factory=trainer.word_env:make_word_env"]), tmp_path / "a")
+    trainer = Trainer(load_config(None, base + ["env.factory=word"]), tmp_path / "a")
     assert not trainer.warmup_wanted()
     trainer.close()
-    trainer = Trainer(load_config(None, base + ["env.factory=trainer.word_env:make_word_env", "warmup.enabled=true"]),
+    trainer = Trainer(load_config(None, base + ["env.factory=word", "warmup.enabled=true"]),
                       tmp_path / "b")
     with pytest.raises(ValueError, match="declares no expert player"):
         trainer.train()

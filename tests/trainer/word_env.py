@@ -13,6 +13,7 @@ from rubricgym.adapter import Adapter, EngineReset, EngineStep, TaskBinding
 from rubricgym.contract import Facts, Outcome, ParsedAction
 from rubricgym.benchmark import BenchmarkSpec
 from rubricgym.env import RubricEnv
+from rubricgym.env_factories import register_env_factory
 from rubricgym.registration import register_benchmark
 
 WORDS = ["apple", "bread", "chair", "drum", "eagle", "flute"]
@@ -133,3 +134,9 @@ def make_trca_word_env(max_steps: int = 2, num_tasks: int = 4):
                             binding_model=adapter.binding_model)
     env = RubricEnv(adapter, max_steps=max_steps)
     return TRCAReward(env, TRCAConfig(library=Path(__file__).with_name("word_library.yaml")), context=context)
+
+
+# env.factory names a registered factory, never an import path: these are the tests' own
+register_env_factory("word", make_word_env)
+register_env_factory("expert-word", make_expert_word_env)
+register_env_factory("trca-word", make_trca_word_env)
