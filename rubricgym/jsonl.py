@@ -73,9 +73,13 @@ def iter_json_lines(
             reason: str | None = None
             value: Any = None
             if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                # a line past the cap ends the reading: its rest may never end (/dev/zero)
                 reason = f"line longer than {max_line_bytes} bytes"
-                while raw and not raw.endswith(b"\n"):  # skip the rest of the line, in bounded reads
-                    raw = fh.readline(max_line_bytes + 1)
+                if errors == "raise":
+                    raise JsonLinesError(f"{path}:{number}: not {what}: {reason}")
+                if problems is not None:
+                    problems.append(f"{path.name}:{number}: not {what} ({reason}); the rest of the file is not read")
+                return
             elif not raw.strip():
                 continue
             else:

@@ -81,12 +81,17 @@ def read_secret(env: str | None = None, file: str | os.PathLike[str] | None = No
     config object."""
     if file:
         path = Path(file).expanduser()
-        try:
-            if path.stat().st_size > MAX_KEY_FILE_BYTES:
-                raise ValueError(f"{path}: a key file must be under {MAX_KEY_FILE_BYTES} bytes")
-            text = path.read_text(encoding="utf-8")
+        try:  # a bounded read: a special file (/dev/zero, a pipe) reports no size, or a wrong one
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_KEY_FILE_BYTES + 1)
         except OSError as exc:
             raise ValueError(f"{path}: cannot read the key file ({exc.strerror or exc})") from None
+        if len(data) > MAX_KEY_FILE_BYTES:
+            raise ValueError(f"{path}: a key file must be under {MAX_KEY_FILE_BYTES} bytes")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: the key file is not UTF-8 text") from None
         lines = text.strip().splitlines()
         return SecretStr(lines[0].strip()) if lines and lines[0].strip() else None
     for name in ((env,) if env else ()) + tuple(fallback_env):

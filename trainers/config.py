@@ -18,6 +18,7 @@ from rubricgym.env_factories import check_factory_name
 from rubricgym.prompts import PromptSettings
 from rubricgym.registration import check_env_id, get_spec
 from rubricgym.secret_refs import refuse_inline_secrets
+from rubricgym.yaml_files import parse_yaml, read_yaml_file
 
 
 class _Section(BaseModel):
@@ -258,10 +259,7 @@ def parse_override(item: str) -> tuple[str, Any]:
     key = key.strip()
     if not key:
         raise ValueError(f"override {item!r} has an empty key")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        raise ValueError(f"override {item!r}: value is not valid YAML: {exc}") from exc
+    value = parse_yaml(raw, f"override {item!r}") if raw.strip() else ""
     return key, value
 
 
@@ -270,8 +268,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     """Defaults <- ``base`` <- YAML file <- ``--set`` overrides, validated once at the end."""
     data: dict[str, Any] = dict(base or {})
     if path is not None:
-        text = Path(path).read_text(encoding="utf-8")
-        loaded = yaml.safe_load(text) or {}
+        loaded = read_yaml_file(path) or {}
         if not isinstance(loaded, dict):
             raise ValueError(f"{path}: a config file must be a mapping of sections")
         data = _merge(data, loaded)

@@ -20,13 +20,13 @@ import torch
 from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
-from rubricgym.contract import save_jsonl
 from rubricgym.records import step_records
 from rubricgym.registration import UnknownBenchmark, get_spec
 from rubricgym.trainers.config import EnvSettings, TrainConfig
 from rubricgym.trainers.distributed import Ranks
 from rubricgym.trainers.generation import HFGenerator
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, StepSample, available_tasks, make_env_factory
+from rubricgym.trainers.run_files import write_run_file
 from rubricgym.trainers.update import collate, response_logprobs
 
 log = logging.getLogger(__name__)
@@ -230,7 +230,8 @@ class Evaluator:
     def save_trajectories(self, path: Path) -> None:
         """The last evaluation's episodes (what the policy did on each task), as JSONL."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        save_jsonl(path, [r.trajectory for r in self.last_rollouts if r.trajectory is not None])
+        write_run_file(path, "".join(r.trajectory.to_json_line() + "\n" for r in self.last_rollouts
+                                     if r.trajectory is not None))
 
     def close(self) -> None:
         self.collector.close()

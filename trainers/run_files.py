@@ -1,4 +1,5 @@
-"""Reading a run folder back for a resume: the metrics log and the run's config.
+"""Reading a run folder back for a resume (the metrics log, the run's config), and writing
+into one without following links.
 
 Both may have been cut short by a crash (a kill mid-``write``) or damaged since. A partial
 last metrics line is cut (it belongs to an iteration that is redone); a broken
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +76,40 @@ def load_run_config(run_dir: Path, config_file: str, overrides: list[str] | None
     except ValidationError as exc:
         raise CheckpointError(loaded.path / "trainer_state.json", f"holds an invalid config ({exc.errors()[0]['msg']})") from None
 
+
+
+def links_leading_outside(run_dir: Path) -> list[str]:
+    """``"name -> target"`` for every symbolic link under ``run_dir`` whose target is not
+    inside it (links are not followed while looking)."""
+    root = Path(run_dir).resolve()
+    found = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            if path.is_symlink() and not path.resolve().is_relative_to(root):
+                found.append(f"{path.relative_to(root)} -> {os.readlink(path)}")
+    return sorted(found)
+
+
+def refuse_links_outside(run_dir: Path) -> None:
+    """``CheckpointError`` when the run folder holds links leading outside it: the trainer
+    writes its files in place, and a link would send those writes elsewhere."""
+    links = links_leading_outside(run_dir)
+    if links:
+        shown = "; ".join(links[:5]) + (f"; and {len(links) - 5} more" if len(links) > 5 else "")
+        raise CheckpointError(run_dir, f"holds links leading outside the run folder ({shown}); the run writes "
+                                       "its files in place and would write through them: remove the links")
+
+
+def write_run_file(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (temporary file, then rename): a link at ``path`` is
+    replaced, never written through."""
+    atomic_write_text(path, text)
+
+
+def append_run_line(path: Path, line: str) -> None:
+    """Append one line to ``path``; a link at ``path`` is an error (``O_NOFOLLOW``), never
+    followed."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")

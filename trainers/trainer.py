@@ -19,11 +19,9 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 from peft import LoraConfig, get_peft_model
 from tqdm.auto import tqdm
 
-from rubricgym.contract import save_jsonl
 from rubricgym.credit.estimators import get_estimator
 from rubricgym.judges.client import TransformersChatBackend
 from rubricgym.judges.config import JudgeSettings
@@ -42,11 +40,13 @@ from rubricgym.trainers.evaluation import EvalResult, Evaluator, build_evaluator
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
 from rubricgym.trainers.generation_server import OpenAIServerGenerator
 from rubricgym.trainers.rollout import Rollout, RolloutTimings, available_tasks, make_env_factory
-from rubricgym.trainers.run_files import cut_metrics, load_run_config, read_metrics_lines
+from rubricgym.trainers.run_files import (append_run_line, cut_metrics, load_run_config, read_metrics_lines,
+                                          refuse_links_outside, write_run_file)
 from rubricgym.trainers.sharding import full_adapter_state, full_optimizer_state, shard_model
 from rubricgym.trainers.update import ppo_update
 from rubricgym.trainers.warmup import collect_demonstrations, has_expert, run_warmup
 from rubricgym.trainers.zero import ZeroOptimizerStep, require_deepspeed
+from rubricgym.yaml_files import read_yaml_file
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +145,7 @@ class Trainer:
         # rank 0 names the run folder; every rank uses that name
         self.run_dir = Path(self.ranks.broadcast_json(str(run_dir) if run_dir else str(self._new_run_dir())))
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        refuse_links_outside(self.run_dir)  # before anything loads: its files are written in place
         seed_everything(config.run.seed)
         self.device = self._device()
         # the env first: its id, data location and tasks are checked before the model loads
@@ -240,7 +241,7 @@ class Trainer:
             return None
         options = dict(self.config.judge.options)
         if self.config.judge.config:
-            options = {**(yaml.safe_load(Path(self.config.judge.config).read_text()) or {}), **options}
+            options = {**(read_yaml_file(self.config.judge.config) or {}), **options}
         judge_cfg = self.config.judge
         adapter = getattr(self.collector.env(0).unwrapped, "adapter", None)
         static = str(get_estimator(self.config.algorithm.advantage).draco_variant).startswith("static")
@@ -518,7 +519,7 @@ class Trainer:
                         "max_steps": self.max_steps, "max_steps_source": self.max_steps_source,
                         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         if self.ranks.is_main:
-            (self.run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+            write_run_file(self.run_dir / SUMMARY_FILE, json.dumps(summary, indent=2))
         if cfg.run.report_every and self.ranks.is_main:
             self.write_report()  # the final report, with the summary's evaluations
         return summary
@@ -566,8 +567,7 @@ class Trainer:
     def _log(self, metrics: dict[str, Any]) -> None:
         if not self.ranks.is_main:  # rank 0 writes the run files (metrics are already global)
             return
-        with open(self.run_dir / METRICS_FILE, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(metrics, sort_keys=True) + "\n")
+        append_run_line(self.run_dir / METRICS_FILE, json.dumps(metrics, sort_keys=True))
         if self.config.run.tensorboard:
             if self._tb is None:
                 try:
@@ -610,15 +610,14 @@ class Trainer:
         folder = self.run_dir / "trajectories"
         if not self.ranks.distributed:
             folder.mkdir(exist_ok=True)
-            save_jsonl(folder / f"iter-{it:06d}.jsonl", trajs)
+            write_run_file(folder / f"iter-{it:06d}.jsonl", "".join(t.to_json_line() + "\n" for t in trajs))
             return
         # several processes: rank 0 writes every rank's, in the global batch's group order
         mine = [[t.meta["group"], t.meta["member"], t.to_json_line()] for t in trajs]
         gathered = sorted(row for part in self.ranks.gather_json(mine) for row in part)
         if self.ranks.is_main:
             folder.mkdir(exist_ok=True)
-            (folder / f"iter-{it:06d}.jsonl").write_text("".join(line + "\n" for _, _, line in gathered),
-                                                         encoding="utf-8")
+            write_run_file(folder / f"iter-{it:06d}.jsonl", "".join(line + "\n" for _, _, line in gathered))
 
     @property
     def sharding_label(self) -> str:

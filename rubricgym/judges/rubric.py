@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rubricgym.yaml_files import read_yaml_file
 
 __all__ = ["Criterion", "Rubric", "load_rubric"]
 
@@ -56,10 +57,7 @@ def load_rubric(path: str | Path) -> Rubric:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no rubric file {str(path)!r}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from exc
+    data = read_yaml_file(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a rubric file holds a mapping with name and criteria")
     try:

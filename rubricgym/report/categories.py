@@ -10,9 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from rubricgym.registration import BENCHMARKS, UnknownBenchmark, get_spec
+from rubricgym.yaml_files import YamlFileError, read_yaml_file
 
 __all__ = ["UNKNOWN_CATEGORY", "operator_categories"]
 
@@ -37,8 +36,8 @@ def _registered_libraries() -> list[Path]:
 @lru_cache(maxsize=64)
 def _read_categories(path: str) -> tuple[str, dict[str, str]]:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
+        data = read_yaml_file(path) or {}
+    except (OSError, YamlFileError):
         return "", {}
     if not isinstance(data, dict):
         return "", {}

@@ -13,11 +13,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, Field
 
 from rubricgym.contract import Trajectory
 from rubricgym.jsonl import iter_json_lines
+from rubricgym.yaml_files import YamlFileError, parse_yaml
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
@@ -112,10 +112,10 @@ def read_run(path: Path, max_iterations: int = 6, max_groups: int = 4) -> RunFil
     if config_path.is_file():
         run.config_text = config_path.read_text(encoding="utf-8", errors="replace")
         try:
-            loaded = yaml.safe_load(run.config_text)
+            loaded = parse_yaml(run.config_text, CONFIG_FILE)
             run.config = loaded if isinstance(loaded, dict) else {}
-        except yaml.YAMLError as exc:
-            problems.append(f"{CONFIG_FILE}: not YAML ({exc})")
+        except YamlFileError as exc:
+            problems.append(str(exc))
     for row in read_metrics(path / METRICS_FILE, problems):
         phase = row.get("phase", "rl")
         if phase == "rl":

@@ -11,10 +11,10 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rubricgym.credit.trca import CATEGORIES, DEFAULT_GAMMA, DEFAULT_LAMBDA
+from rubricgym.yaml_files import YamlFileError, read_yaml_file
 
 Category = Literal["evidence", "invalidity", "execution"]
 
@@ -100,13 +100,11 @@ def read_library_file(path: str | Path) -> dict[str, Any]:
     """The raw mapping in a library file (YAML safe loader only: no tags, no objects)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = read_yaml_file(p)
     except OSError as exc:
         raise FileNotFoundError(f"operator library {p}: cannot read ({exc.strerror or exc})") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"operator library {p}: not valid YAML: {exc}") from exc
+    except YamlFileError as exc:
+        raise ValueError(f"operator library {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"operator library {p}: expected a mapping at the top level, got {type(data).__name__}")
     return data

@@ -322,3 +322,41 @@ def test_a_config_naming_an_import_path_is_refused_when_read(tmp_path, monkeypat
     with pytest.raises(ValueError, match="an import path is not accepted"):
         load_config(None, ["env.factory=planted_hook:make", "env.max_steps=2"])
     assert "planted_hook" not in sys.modules and not list(code_dir.glob("*-from-a-run-folder"))
+
+
+# ---- issue 28, item 7: writes in a run folder replace, never follow ------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("linked", ["trajectories/iter-000003.jsonl", "summary.json", "metrics.jsonl"])
+def test_resume_refuses_a_run_folder_with_links_leading_outside(reference, tmp_path, capsys, linked):
+    from rubricgym.cli import main
+
+    run = _copy(reference, tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not the run's")
+    (run / linked).unlink(missing_ok=True)
+    (run / linked).symlink_to(victim)
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and not p.is_symlink()}
+    assert main(["train", "--resume", str(run), "--quiet", "--iterations", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "holds links leading outside the run folder" in err and f"{linked} -> {victim}" in err, err
+    assert victim.read_text() == "not the run's"
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and not p.is_symlink()} == before
+
+
+def test_run_files_are_replaced_not_written_through_a_link(tmp_path):
+    from rubricgym.trainers.run_files import append_run_line, links_leading_outside, write_run_file
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    run = tmp_path / "run"
+    (run / "trajectories").mkdir(parents=True)
+    (run / "summary.json").symlink_to(victim)
+    (run / "metrics.jsonl").symlink_to(victim)
+    (run / "inside.json").symlink_to(run / "trajectories")  # a link within the folder is fine
+    assert links_leading_outside(run) == [f"metrics.jsonl -> {victim}", f"summary.json -> {victim}"]
+    write_run_file(run / "summary.json", "{}")
+    assert victim.read_text() == "keep" and not (run / "summary.json").is_symlink()
+    assert (run / "summary.json").read_text() == "{}"
+    with pytest.raises(OSError):
+        append_run_line(run / "metrics.jsonl", "{}")
+    assert victim.read_text() == "keep"

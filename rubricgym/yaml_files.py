@@ -1,0 +1,77 @@
+"""Reading YAML files (run configs, operator libraries, rubrics): one reader with bounds.
+
+``yaml.safe_load`` builds no objects, but it recurses: a file nested a few thousand levels
+deep ends in ``RecursionError``, and a special file (``/dev/zero``) is read forever. Here a
+file is read with a byte cap, nesting is capped, and every problem is a ``YamlFileError``
+(a ``ValueError``) that names the file and, where YAML knows it, the line.
+
+>>> parse_yaml("a: [1, 2]", "inline")
+{'a': [1, 2]}
+>>> parse_yaml("a: " + "[" * 200 + "]" * 200, "deep.yaml")
+Traceback (most recent call last):
+...
+rubricgym.yaml_files.YamlFileError: deep.yaml: nested deeper than 64 levels
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["MAX_YAML_BYTES", "MAX_YAML_DEPTH", "YamlFileError", "nesting_depth", "parse_yaml", "read_yaml_file"]
+
+MAX_YAML_BYTES = 16 * 1024 * 1024
+"""The largest YAML file read (16 MiB): far above any config, library or rubric."""
+MAX_YAML_DEPTH = 64
+"""The deepest nesting accepted: configs, libraries and rubrics are a few levels deep."""
+
+
+class YamlFileError(ValueError):
+    """A YAML file (or text) cannot be read; the message starts with where it came from."""
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply lists and mappings nest in ``value`` (a scalar is 0); iterative, so any
+    depth is measured without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """The value of YAML ``text`` (safe loader: no tags, no objects), or ``YamlFileError``."""
+    try:
+        value = yaml.safe_load(text)
+    except RecursionError:
+        raise YamlFileError(f"{where}: nested deeper than {MAX_YAML_DEPTH} levels") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise YamlFileError(f"{where}: not valid YAML{line}: {problem}") from None
+    if nesting_depth(value) > MAX_YAML_DEPTH:
+        raise YamlFileError(f"{where}: nested deeper than {MAX_YAML_DEPTH} levels")
+    return value
+
+
+def read_yaml_file(path: str | Path) -> Any:
+    """The value of the YAML file ``path``: a bounded read (a special file with no end is an
+    error too), UTF-8 text, then ``parse_yaml``. ``OSError`` is left to the caller."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_YAML_BYTES + 1)
+    if len(data) > MAX_YAML_BYTES:
+        raise YamlFileError(f"{path}: larger than {MAX_YAML_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise YamlFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return parse_yaml(text, str(path))
