@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["HOST", "ServerProcess", "free_port"]
+__all__ = ["HOST", "ServerProcess", "free_port", "owner_pid", "pid_alive", "sweep_stale"]
 
 HOST = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
@@ -32,6 +33,54 @@ def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user's counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def owner_pid(name: str, prefix: str) -> int | None:
+    """The PID written right after ``prefix`` in ``name`` (``<prefix><pid>-...`` or
+    ``<prefix><pid>_...``), or None."""
+    if not name.startswith(prefix):
+        return None
+    digits = ""
+    for char in name[len(prefix):]:
+        if not char.isascii() or not char.isdigit():
+            break
+        digits += char
+    return int(digits) if digits and len(digits) < 10 else None
+
+
+def sweep_stale(folder: str | Path, prefix: str) -> list[Path]:
+    """Remove what a killed process left in ``folder``: every entry named ``<prefix><pid>...``
+    whose owner process no longer exists (files and folders; links are removed, never
+    followed). Returns what was removed; what cannot be removed is left."""
+    removed: list[Path] = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for path in entries:
+        pid = owner_pid(path.name, prefix)
+        if pid is None or pid == os.getpid() or pid_alive(pid):
+            continue
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
 
 
 def _child_setup(death_signal: int, memory_cap_bytes: int | None) -> Callable[[], None]:
@@ -49,7 +98,9 @@ def _child_setup(death_signal: int, memory_cap_bytes: int | None) -> Callable[[]
 class ServerProcess:
     """One server child process: ``start``, ``wait_ready``, ``stop``/``kill``, ``log_tail``.
 
-    ``log_path`` None writes the output to a temporary file removed at ``stop``.
+    ``log_path`` None writes the output to a temporary file removed at ``stop``; its name
+    holds the owner's PID, and temporary logs of owners that died (killed before ``stop``)
+    are removed at ``start``.
     ``new_session`` puts the child in its own session (a terminal's Ctrl-C reaches only the
     parent, which then stops it in order)."""
 
@@ -84,7 +135,9 @@ class ServerProcess:
             return
         self._close_log()
         if self.log_path is None:
-            fd, name = tempfile.mkstemp(prefix=self.log_prefix, suffix=".log")
+            # the owner's PID in the name: a log left by a killed owner is swept at the next start
+            sweep_stale(tempfile.gettempdir(), self.log_prefix)
+            fd, name = tempfile.mkstemp(prefix=f"{self.log_prefix}{os.getpid()}-", suffix=".log")
             self._temp_log = Path(name)
             log = os.fdopen(fd, "wb")
         else:

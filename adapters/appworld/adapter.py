@@ -21,8 +21,10 @@ from rubricgym.adapters.appworld.facts import AppWorldBinding, AppWorldFacts
 from rubricgym.adapters.appworld.grammar import CODE_GRAMMAR, code_of
 from rubricgym.adapters.appworld.observe import ObservedEpisode
 from rubricgym.adapters.appworld.paths import OFFICIAL_SPLITS, official_data_root, offline_data_root
+from rubricgym.servers import sweep_stale
 
 log = logging.getLogger(__name__)
+EXPERIMENT_PREFIX = "rubricgym_"  # AppWorld experiment folders: rubricgym_<pid>_<random>
 OFFLINE_SPLITS = {"default": "train", "offline_train": "train", "offline_dev": "dev", "offline_all": None}
 SPLITS = (*OFFLINE_SPLITS, *OFFICIAL_SPLITS)
 PROMPT = """Task: {instruction}
@@ -99,7 +101,9 @@ class AppWorldAdapter(Adapter):
         self.server = AppWorldServer(self.data_root, start_timeout_s=server_start_timeout_s,
                                      stop_grace_s=stop_grace_s, memory_cap_bytes=self.memory_cap_bytes,
                                      cpu_s=self.step_cpu_s)
-        self.experiment_name = f"rubricgym_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        self.experiment_name = f"{EXPERIMENT_PREFIX}{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        # outputs (logs, databases) of adapters whose process was killed before close()
+        sweep_stale(self.data_root / "experiments" / "outputs", EXPERIMENT_PREFIX)
         self._client: EnvironmentClient | None = None
         self._episode: _Episode | None = None
         self._world_open = False
