@@ -13,7 +13,15 @@ public API; plugins import only these (and the ``__all__`` of the modules they n
 >>> env.close()
 """
 
-from rubricgym.adapter import Adapter, EngineFailure, EngineReset, EngineState, EngineStep, TaskBinding
+from rubricgym.adapter import (
+    Adapter,
+    EngineFailure,
+    EngineReset,
+    EngineState,
+    EngineStep,
+    PolicyFailure,
+    TaskBinding,
+)
 from rubricgym.attach import attach_reward
 from rubricgym.benchmark import BenchmarkSpec, CommandSpec, EnvIdSpec
 from rubricgym.contract import (
@@ -68,6 +76,7 @@ __all__ = [
     "Outcome",
     "ParseError",
     "ParsedAction",
+    "PolicyFailure",
     "RewardComponent",
     "RewardContext",
     "RewardSpec",

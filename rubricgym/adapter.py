@@ -8,7 +8,7 @@ new_entities, parse failures) are derived once, in ``RubricEnv``, never per adap
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,11 +16,27 @@ from pydantic import BaseModel, ConfigDict, Field
 from rubricgym.contract import Facts, Outcome, ParsedAction
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 
-__all__ = ["Adapter", "EngineFailure", "EngineReset", "EngineState", "EngineStep", "TaskBinding"]
+__all__ = ["Adapter", "EngineFailure", "EngineReset", "EngineState", "EngineStep", "PolicyFailure", "TaskBinding"]
 
 
 class EngineFailure(RuntimeError):
-    """The engine (not the policy) broke: the episode ends as truncated, labelled as such."""
+    """The engine broke for a reason the action did not cause (a server down before the step,
+    an evaluator that fails on a gold replay): the episode ends as truncated, labelled as an
+    environment failure, and is not blamed on the policy."""
+
+
+class PolicyFailure(RuntimeError):
+    """The action's content broke the engine while it ran (an exception it raised, the
+    sandbox dying or hanging on it): a policy outcome. The step is scored as invalid
+    (``facts.broke_engine``) and the episode ends as a failure; were it an environment failure,
+    a policy could learn to escape its penalties by triggering it.
+
+    ``facts``: the benchmark's own facts for the step (so that its Invalidity operators see
+    the failure as they see any failed action)."""
+
+    def __init__(self, message: str, facts: Mapping[str, Any] | None = None):
+        super().__init__(message)
+        self.facts: dict[str, Any] = dict(facts or {})
 
 
 class TaskBinding(BaseModel):
@@ -75,7 +91,8 @@ class Adapter(ABC):
 
     @abstractmethod
     def step(self, action: ParsedAction) -> EngineStep:
-        """Execute one parsed action. Raise ``EngineFailure`` when the engine breaks."""
+        """Execute one parsed action. Raise ``PolicyFailure`` when the action's content broke
+        the engine while it ran, ``EngineFailure`` when the engine broke for another reason."""
 
     @abstractmethod
     def binding(self) -> TaskBinding:

@@ -81,6 +81,9 @@ class Facts(BaseModel):
         default_factory=list, description="entity identifiers observed for the first time"
     )
     episode_done: bool = Field(False, description="the episode ended at this step")
+    broke_engine: bool = Field(
+        False, description="the action's content broke the engine while it ran (a policy failure: the episode ended)"
+    )
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -7,8 +7,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from rubricgym.adapter import Adapter, EngineFailure, EngineState, EngineStep
-from rubricgym.contract import ParsedAction, Trajectory, Transition
+from rubricgym.adapter import Adapter, EngineFailure, EngineState, EngineStep, PolicyFailure
+from rubricgym.contract import Outcome, ParsedAction, Trajectory, Transition
 from rubricgym.parsing import parse_response
 from rubricgym.spaces import UnicodeText
 
@@ -93,10 +93,13 @@ class RubricEnv(gym.Env[str, str]):
             raise gym.error.ResetNeeded("episode is over; call reset()")
         parsed = parse_response(action, self.adapter.grammar)
         prev = self._state
-        failure: str | None = None
+        failure: str | None = None  # an environment failure: not the policy's doing
+        broke: str | None = None  # a policy failure: the action's content broke the engine
         if parsed.ok:
             try:
                 result = self.adapter.step(parsed)
+            except PolicyFailure as exc:
+                result, broke = self._broken_by_action_step(prev, str(exc), exc.facts), str(exc)
             except EngineFailure as exc:
                 result, failure = self._failure_step(prev, str(exc)), f"environment failure: {exc}"
             except Exception as exc:  # an engine bug must not look like a policy failure
@@ -109,18 +112,21 @@ class RubricEnv(gym.Env[str, str]):
         step_index = len(self.trajectory.transitions)
         if step_index + 1 >= self.max_steps and not result.terminated:
             result = result.model_copy(update={"truncated": True})
-        transition = self._transition(step_index, action, parsed, prev, result, failure)
+        transition = self._transition(step_index, action, parsed, prev, result, failure, broke is not None)
         self.trajectory.transitions.append(transition)
         self._state = result
         self._done = result.terminated or result.truncated
         if parsed.ok:
             self._last_action = (parsed.action, prev.state_signature)
-        if self._done:
+        if self._done and broke is not None:  # the engine cannot be asked: the episode failed
+            self.trajectory.outcome = Outcome(success=False, score=0.0, detail={"policy_failure": broke})
+        elif self._done:
             self.trajectory.outcome = self.adapter.outcome() if failure is None else self.trajectory.outcome
         info = {
             "transition": transition,
             "admissible_actions": result.admissible_actions,
             **({"environment_failure": True, "error": failure} if failure else {}),
+            **({"policy_failure": broke} if broke else {}),
             **result.info,
         }
         if self._done:
@@ -154,6 +160,18 @@ class RubricEnv(gym.Env[str, str]):
             error_text=message,
         )
 
+    @staticmethod
+    def _broken_by_action_step(prev: EngineState, message: str, facts: dict[str, Any]) -> EngineStep:
+        return EngineStep(
+            benchmark_facts=facts,
+            observation=f"Your action broke the environment: {message}. The episode is over.",
+            state_signature=prev.state_signature,
+            context_key=prev.context_key,
+            accepted=False,
+            terminated=True,
+            error_text=message,
+        )
+
     def _transition(
         self,
         step: int,
@@ -162,6 +180,7 @@ class RubricEnv(gym.Env[str, str]):
         prev: EngineState,
         result: EngineStep,
         failure: str | None,
+        broke_engine: bool = False,
     ) -> Transition:
         admissible = self.adapter.is_admissible(parsed.action, prev) if parsed.ok and parsed.action else None
         new_entities = [e for e in dict.fromkeys(result.entities) if e not in self._seen_entities]
@@ -177,6 +196,7 @@ class RubricEnv(gym.Env[str, str]):
             state_changed=result.state_signature != prev.state_signature,
             new_entities=new_entities,
             episode_done=result.terminated or result.truncated,
+            broke_engine=broke_engine,
             **result.benchmark_facts,
         )
         return Transition(

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubricgym import Adapter, EngineFailure, EngineReset, EngineStep, Outcome, ParsedAction
+from rubricgym import Adapter, EngineFailure, EngineReset, EngineStep, Outcome, ParsedAction, PolicyFailure
 from rubricgym.adapters.appworld.binder import bind_task
 from rubricgym.adapters.appworld.engine import AppWorldServer, EnvironmentClient, ServerCallError
 from rubricgym.adapters.appworld.facts import AppWorldBinding, AppWorldFacts
@@ -24,6 +25,7 @@ from rubricgym.adapters.appworld.paths import OFFICIAL_SPLITS, official_data_roo
 from rubricgym.servers import sweep_stale
 
 log = logging.getLogger(__name__)
+BROKEN_SERVER_FACTS = {"execution_failed": True, "exception_type": "BrokenServer"}  # code_failed fires
 EXPERIMENT_PREFIX = "rubricgym_"  # AppWorld experiment folders: rubricgym_<pid>_<random>
 OFFLINE_SPLITS = {"default": "train", "offline_train": "train", "offline_dev": "dev", "offline_all": None}
 SPLITS = (*OFFLINE_SPLITS, *OFFICIAL_SPLITS)
@@ -153,6 +155,10 @@ class AppWorldAdapter(Adapter):
 
     def _broken(self, exc: ServerCallError) -> EngineFailure:
         """Kill the server (a hung one cannot answer; a dead one is reaped); reset restarts it."""
+        if not exc.hung:  # a dropped connection may be the process exiting: give it a moment to be seen
+            deadline = time.monotonic() + 0.5
+            while self.server.alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
         died = not self.server.alive()
         code = self.server.returncode
         killed_for = self.server.killed_for
@@ -215,11 +221,20 @@ class AppWorldAdapter(Adapter):
         if episode is None or not self._world_open:
             raise EngineFailure("AppWorld world is not open (the server failed earlier in this episode)")
         code = code_of(action.action or "")
+        if not self.server.alive():  # down before the action ran: not the policy's doing
+            raise self._broken(ServerCallError("the server was not running when the step began"))
         watch = self.server.watch_cpu(self.step_cpu_s + self.cpu_grace_s) if self.step_cpu_s else nullcontext()
-        with watch:
-            result = self._call("execute_tracked", timeout_s=self.call_timeout_s, code=code)
+        # the server was up with the world open before this call: whatever breaks it now (the
+        # code aborted or replaced the process, hung it, spent its CPU budget, made AppWorld
+        # raise) was caused by the action's content, so it counts against the policy
+        try:
+            with watch:
+                result = self._call("execute_tracked", timeout_s=self.call_timeout_s, code=code)
+        except EngineFailure as exc:
+            raise PolicyFailure(f"the code broke AppWorld's server: {exc}", BROKEN_SERVER_FACTS) from exc
         if not isinstance(result, dict) or not isinstance(result.get("output"), str):
-            raise self._broken(ServerCallError(f"/execute_tracked sent an unexpected answer: {str(result)[:200]}"))
+            raise PolicyFailure("the code broke AppWorld's server: " + str(self._broken(
+                ServerCallError(f"/execute_tracked sent an unexpected answer: {str(result)[:200]}"))), BROKEN_SERVER_FACTS)
         output = result["output"]
         observed = episode.observed
         seen = observed.observe(code, output, result.get("requests") or [], result.get("limit"),

@@ -57,8 +57,8 @@ def _page_index(data: Mapping[str, Any]) -> int | None:
         return None
     if isinstance(raw, int):
         return raw
-    if isinstance(raw, str) and raw.strip().isdigit():
-        return int(raw.strip())
+    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit() and len(raw.strip()) <= 9:
+        return int(raw.strip())  # ASCII digits only: str.isdigit also accepts '²', which int() refuses
     return None
 
 

@@ -88,7 +88,7 @@ def parse_command(text: str) -> tuple[str, str] | None:
     arg = rest[:-1].strip()
     if not arg or len(arg) > MAX_ARG_CHARS or "[" in arg or "]" in arg:
         return None
-    if verb in ("open", "read") and not arg.isdigit():
+    if verb in ("open", "read") and not (arg.isascii() and arg.isdigit() and len(arg) <= 6):  # ASCII: int() takes it
         return None
     return verb, arg
 

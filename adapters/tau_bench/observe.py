@@ -75,12 +75,17 @@ def _one_call(obj: Mapping[str, Any]) -> tuple[str, Any] | None:
     if isinstance(args, str):  # OpenAI sends arguments as a JSON string
         try:
             args = json.loads(args) if args.strip() else {}
-        except (ValueError, RecursionError):
+        except RecursionError:
+            return name, _DEEP_ARGS
+        except ValueError:
             return name, _BAD_ARGS
+        if _depth(args) > MAX_JSON_DEPTH:  # the outer check saw only a string
+            return name, _DEEP_ARGS
     return name, args
 
 
 _BAD_ARGS = object()
+_DEEP_ARGS = object()
 
 
 def parse_agent_action(text: str) -> AgentCall:
@@ -135,6 +140,8 @@ def parse_agent_action(text: str) -> AgentCall:
     name, args = call
     if args is _BAD_ARGS:
         return _invalid("malformed_json", f"arguments of {name!r} are not valid JSON", num_calls=1)
+    if args is _DEEP_ARGS:
+        return _invalid("too_deep", f"arguments of {name!r}: JSON nested deeper than {MAX_JSON_DEPTH}", num_calls=1)
     if not isinstance(args, dict):
         return _invalid("bad_call_shape", f"arguments of {name!r} must be a JSON object, got {type(args).__name__}",
                         num_calls=1)

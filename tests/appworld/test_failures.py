@@ -1,6 +1,7 @@
-"""Engine failures and containment on a real AppWorld server: a killed or hung server gives a
-truncated, labelled transition and the next reset works; escaping code stays in AppWorld's
-process and within its limits."""
+"""Failures and containment on a real AppWorld server. A server killed before a step is an
+environment failure (truncated, not blamed on the policy); code that hangs, aborts or replaces
+the server is a policy failure (scored, the episode ends as failed). Either way the next reset
+works; escaping code stays in AppWorld's process and within its limits."""
 
 from __future__ import annotations
 
@@ -41,6 +42,17 @@ def _assert_failure_transition(result, what: str):
     assert info["outcome"].success is None
 
 
+def assert_policy_failure(result, what: str):
+    """The action broke the server: scored as a failed execution, the episode over and failed."""
+    obs, reward, terminated, truncated, info = result
+    assert terminated and not truncated and reward == 0.0
+    assert "environment_failure" not in info and what in info["policy_failure"]
+    assert "Your action broke the environment" in obs
+    transition = info["transition"]
+    assert transition.error is None and transition.terminated
+    facts = transition.facts
+    assert facts.broke_engine and facts.execution_failed and not facts.accepted and facts.rejected
+    assert info["outcome"].success is False and what in info["outcome"].detail["policy_failure"]
 
 
 def test_killed_server_mid_episode_is_labelled_and_reset_recovers(env):
@@ -60,7 +72,7 @@ def test_killed_server_mid_episode_is_labelled_and_reset_recovers(env):
     assert adapter.server.pid != pid and adapter.server.healthy()
 
 
-def test_hung_server_hits_the_step_timeout_and_is_restarted(env):
+def test_code_that_hangs_the_server_is_a_policy_failure_and_the_server_is_restarted(env):
     adapter = env.unwrapped.adapter
     env.reset(options={"task_id": task("todocount")["id"]})
     pid = adapter.server.pid
@@ -68,7 +80,7 @@ def test_hung_server_hits_the_step_timeout_and_is_restarted(env):
     # a C-level loop never returns to the interpreter, so AppWorld's own SIGALRM limit cannot stop it
     result = env.step("<action>sum(range(10 ** 14))</action>")
     elapsed = time.monotonic() - start
-    _assert_failure_transition(result, "server hung")
+    assert_policy_failure(result, "server hung")
     assert elapsed < STEP_TIMEOUT_S + MARGIN_S + 10  # bounded by the configured call timeout
     assert process_gone(pid, within_s=1.0), "a hung server is killed at once"
     _solve(env, "todocount")
@@ -117,3 +129,28 @@ def test_escaping_code_stays_inside_appworld(env, tmp_path, monkeypatch):
     assert dict(os.environ) == env_before and "RUBRICGYM_ESCAPE" not in os.environ
     assert adapter.server.healthy()  # AppWorld's limits held; the server still serves
     _solve(env, "answertopsender")
+
+
+@pytest.mark.parametrize("code, what", [
+    ("import os\nos.abort()", "server process exited"),
+    ("import os\nos.execv('/bin/true', ['true'])", "server process exited"),
+])
+def test_code_that_ends_the_server_is_a_policy_failure(env, code, what):
+    adapter = env.unwrapped.adapter
+    env.reset(options={"task_id": task("todocount")["id"]})
+    pid = adapter.server.pid
+    assert_policy_failure(env.step(f"<action>{code}</action>"), what)
+    assert process_gone(pid, within_s=5.0)
+    _solve(env, "todocount")  # the next reset starts a healthy server
+    assert adapter.server.pid != pid
+
+
+def test_api_arguments_with_digits_int_refuses_are_the_policys_failed_call(env):
+    """'²' passes str.isdigit but not int(): an app call with it is a scored failure, never an
+    environment failure, and the server stays up."""
+    env.reset(options={"task_id": task("todocount")["id"]})
+    obs, reward, terminated, truncated, info = env.step(
+        "<action>print(apis.venmo.show_transactions(access_token='x', page_index='²'))</action>")
+    assert "environment_failure" not in info and not truncated
+    facts = info["transition"].facts
+    assert not facts.accepted and (facts.execution_failed or facts.api_error) and not facts.broke_engine

@@ -78,8 +78,9 @@ def test_loop_inside_c_code_gets_the_server_killed_past_budget(env):
     env.reset(options={"task_id": task_id})
     pid = adapter.server.pid
     _, reward, terminated, truncated, info = env.step("<action>sum(range(10 ** 14))</action>")
-    assert truncated and not terminated and reward == 0.0
-    assert info["environment_failure"] is True and "CPU budget" in info["error"]
+    assert terminated and not truncated and reward == 0.0  # the code's doing: a policy failure
+    assert "environment_failure" not in info and "CPU budget" in info["policy_failure"]
+    assert info["transition"].facts.broke_engine and info["outcome"].success is False
     assert process_gone(pid, within_s=5.0)
     _healthy_step(env, task_id)
     assert adapter.server.pid != pid

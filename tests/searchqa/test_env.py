@@ -220,3 +220,16 @@ def test_malformed_search_r1_action_gets_the_fixed_message(make_env):
     facts = info["transition"].facts
     assert "My previous action is invalid" in obs and facts.malformed and facts.rejected and not facts.accepted
     assert "Malformed action" in facts.error_text and facts.tool == ""
+
+
+@pytest.mark.parametrize("command", ["open[²]", "read[١]", "open[" + "9" * 5000 + "]"])
+def test_page_numbers_int_would_refuse_are_a_scored_malformed_action(make_env, command):
+    """str.isdigit accepts '²' and other Unicode digits that int() refuses, and int() refuses
+    5,000 digits: each is the policy's malformed action, never an environment failure."""
+    env = make_env(grammar="trca")
+    env.reset(seed=0, options={"task_id": env.unwrapped.adapter.task_ids()[0]})
+    entity = env.unwrapped.adapter.binding().target_entities[0]
+    env.step(respond(f"search[{entity}]", "trca"))
+    obs, reward, terminated, truncated, info = env.step(respond(command, "trca"))
+    assert "environment_failure" not in info and not truncated and not terminated
+    assert info["transition"].facts.malformed and "Malformed action" in obs

@@ -58,7 +58,11 @@ def test_same_task_and_seed_give_identical_episodes(replay_mod, domain):
 
 FUZZ = {
     "malformed_action": ["no action tag at all", "<action></action>", '<action>{"name": "x", "arguments": </action>',
-                         '<action>{"arguments": {}}</action>', "<action>" + "[" * 3000 + "]" * 3000 + "</action>"],
+                         '<action>{"arguments": {}}</action>', "<action>" + "[" * 3000 + "]" * 3000 + "</action>",
+                         # arguments as a JSON string nested far deeper than the object-form cap
+                         # (issue 28: tau2's evaluator overflowed on it; now a scored malformed call)
+                         "<action>" + json.dumps({"name": "get_user_details",
+                                                  "arguments": '{"user_id": ' * 300 + '"x"' + "}" * 300}) + "</action>"],
     "several_calls": ['<action>[{"name": "get_user_details", "arguments": {"user_id": "a"}}, '
                       '{"name": "get_user_details", "arguments": {"user_id": "b"}}]</action>'],
     "unknown_tool": ['<action>{"name": "delete_all_orders", "arguments": {}}</action>',

@@ -7,9 +7,10 @@ The adapter is a real ``rubricgym.adapter.Adapter`` played through ``RubricEnv``
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
-from rubricgym.adapter import Adapter, EngineReset, EngineStep, TaskBinding
+from rubricgym.adapter import Adapter, EngineReset, EngineStep, PolicyFailure, TaskBinding
 from rubricgym.contract import Facts, Outcome, ParsedAction
 from rubricgym.benchmark import BenchmarkSpec
 from rubricgym.env import RubricEnv
@@ -140,3 +141,26 @@ def make_trca_word_env(max_steps: int = 2, num_tasks: int = 4):
 register_env_factory("word", make_word_env)
 register_env_factory("expert-word", make_expert_word_env)
 register_env_factory("trca-word", make_trca_word_env)
+
+
+class FragileWordAdapter(ExpertWordAdapter):
+    """The expert word task whose engine breaks on the word ``crash``: the action's content
+    breaking the engine, a policy failure (issue 28)."""
+
+    def step(self, action: ParsedAction) -> EngineStep:
+        if action.action == "crash":
+            self.tries += 1
+            raise PolicyFailure("the word engine crashed on 'crash'", {"correct": False})
+        return super().step(action)
+
+
+def make_fragile_trca_word_env(max_steps: int = 2, num_tasks: int = 1):
+    """The fragile word task with the TRCA library attached."""
+    from rubricgym.rewards import RewardContext
+    from rubricgym.trca import TRCAConfig, TRCAReward
+
+    adapter = FragileWordAdapter(num_tasks=num_tasks)
+    context = RewardContext(benchmark=adapter.benchmark, facts_model=adapter.facts_model,
+                            binding_model=adapter.binding_model)
+    return TRCAReward(RubricEnv(adapter, max_steps=max_steps),
+                      TRCAConfig(library=Path(__file__).with_name("word_library.yaml")), context=context)
