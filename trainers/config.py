@@ -104,6 +104,10 @@ class GenerationSettings(_Section):
                               "(vLLM's /v1/load_lora_adapter; unverified)")
     server_concurrency: int = Field(8, ge=1, description="'openai' backend: requests in flight")
     server_timeout_s: float = Field(300.0, gt=0.0)
+    server_api_key_env: str | None = Field(
+        None, description="'openai' backend: the environment variable holding the server's API key; none is sent "
+        "unless named (a local generation server needs none)")
+    server_max_reply_bytes: int = Field(16 << 20, ge=1024, description="'openai' backend: the largest reply read")
     max_new_tokens: int = Field(48, ge=1)
     temperature: float = Field(1.0, gt=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)

@@ -20,7 +20,6 @@ sampling from its own weights, and a warning says the samples are off-policy.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,9 @@ from typing import Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict
+
+from rubricgym.bounded_http import bounded_http_client
+from rubricgym.secret_refs import read_secret
 from rubricgym.trainers.config import GenerationSettings
 from rubricgym.trainers.generation import cut_response, stop_token_ids
 
@@ -95,7 +97,10 @@ class OpenAIServerGenerator:
         self.seed = seed
         self.calls = 0
         self.pieces: PieceTable | None = None
-        self.client = httpx.Client(timeout=settings.server_timeout_s)
+        # replies bounded in bytes while read; a key only when the config names its variable
+        self.client = bounded_http_client(settings.server_max_reply_bytes, timeout=settings.server_timeout_s)
+        self.api_key = read_secret(env=settings.server_api_key_env) if settings.server_api_key_env else None
+        self.vocab_size = len(tokenizer)
         self.generated_tokens = 0
         self.seconds = 0.0
         self.reencoded_responses = 0
@@ -139,10 +144,8 @@ class OpenAIServerGenerator:
         except ValueError:
             return r.text
 
-    @staticmethod
-    def _headers() -> dict[str, str]:
-        key = os.environ.get("OPENAI_API_KEY")
-        return {"Authorization": f"Bearer {key}"} if key else {}
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key.get_secret_value()}"} if self.api_key else {}
 
     # ---- sampling -------------------------------------------------------------------------
     def generate(self, prompts: Sequence[Sequence[int]]) -> list[list[int]]:
@@ -187,7 +190,7 @@ class OpenAIServerGenerator:
             text: str = choice.get("text") or ""
             finish = choice.get("finish_reason")
             usage = data.get("usage") or {}
-        except (KeyError, IndexError, TypeError) as exc:
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ServerGenerationError(f"malformed completion answer: {str(data)[:300]}") from exc
         if text and not tokens:
             raise ServerGenerationError("the server returned no per-token log-probs; generation.backend='openai' "
@@ -208,14 +211,22 @@ class OpenAIServerGenerator:
                             prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None)
 
     def _token_ids(self, tokens: Sequence[str], text: str) -> tuple[list[int], bool]:
-        if tokens and all(t.startswith(TOKEN_ID_PREFIX) for t in tokens):
-            return [int(t[len(TOKEN_ID_PREFIX):]) for t in tokens], True
+        if tokens and all(isinstance(t, str) and t.startswith(TOKEN_ID_PREFIX) for t in tokens):
+            return [self._token_id(t[len(TOKEN_ID_PREFIX):]) for t in tokens], True
         if self.pieces is None:
             self.pieces = PieceTable(self.tokenizer)
         ids = self.pieces.lookup(tokens)
         if ids is not None and "".join(tokens) == text:
             return ids, True
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]), False
+
+    def _token_id(self, digits: str) -> int:
+        """A server's ``token_id:N``: ASCII digits naming an id of this tokenizer's vocabulary."""
+        if not (digits.isascii() and digits.isdigit() and len(digits) <= 9) or int(digits) >= self.vocab_size:
+            raise ServerGenerationError(f"the server returned the token {TOKEN_ID_PREFIX}{digits[:40]!r}, not an id of "
+                                        f"this tokenizer's vocabulary (0..{self.vocab_size - 1}): is it serving "
+                                        "another model?")
+        return int(digits)
 
     def close(self) -> None:
         self.client.close()

@@ -40,8 +40,10 @@ MIN_CORRELATION = 0.95
 class VLLMStyleServer:
     """A scripted completions endpoint in vLLM's dialect; records every request."""
 
-    def __init__(self, with_logprobs: bool = True):
+    def __init__(self, with_logprobs: bool = True, tokens: list[str] | None = None, pad_bytes: int = 0):
+        """``tokens``: the ``logprobs.tokens`` to answer with; ``pad_bytes``: extra reply bytes."""
         self.requests: list[tuple[str, dict]] = []
+        self.authorizations: list[str | None] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,13 +53,14 @@ class VLLMStyleServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append((self.path, body))
+                outer.authorizations.append(self.headers.get("Authorization"))
                 if self.path == "/v1/completions":
                     prompt = body["prompt"]
                     last = prompt[-1] if isinstance(prompt, list) else len(prompt)
                     ids = [int(last) % 200 + 3, 7, 9]  # depends on the prompt: order is checked
-                    lp = {"tokens": [f"token_id:{i}" for i in ids], "token_logprobs": [-0.5, -1.0, -1.5]}
+                    lp = {"tokens": tokens or [f"token_id:{i}" for i in ids], "token_logprobs": [-0.5, -1.0, -1.5]}
                     choice = {"text": "abc", "finish_reason": "stop", "logprobs": lp if with_logprobs else None}
-                    answer = {"choices": [choice], "usage": {"prompt_tokens": len(prompt)}}
+                    answer = {"choices": [choice], "usage": {"prompt_tokens": len(prompt)}, "pad": "x" * pad_bytes}
                 else:
                     answer = {"ok": True}
                 data = json.dumps(answer).encode()
@@ -120,6 +123,48 @@ def test_a_server_without_logprobs_is_a_clear_error():
         server.stop()
     with pytest.raises(ValueError, match="server_url"):
         OpenAIServerGenerator(tok, GenerationSettings(backend="openai"))
+
+
+@pytest.mark.parametrize("token, problem", [
+    ("token_id:1²", "not an id of this tokenizer's vocabulary"),
+    ("token_id:99999999", "not an id of this tokenizer's vocabulary"),
+    ("token_id:-3", "not an id of this tokenizer's vocabulary"),
+])
+def test_token_ids_outside_the_vocabulary_are_a_clear_error(token, problem):
+    """Issue 28, item 5: no raw ValueError, no id the model cannot embed."""
+    _, tok = build_tiny_model(0)
+    server = VLLMStyleServer(tokens=["token_id:3", token, "token_id:4"])
+    try:
+        gen = OpenAIServerGenerator(tok, GenerationSettings(backend="openai", server_url=server.base_url))
+        with pytest.raises(ServerGenerationError, match=problem):
+            gen.generate([[1, 2]])
+    finally:
+        server.stop()
+
+
+def test_a_reply_past_the_byte_bound_is_refused_while_read():
+    _, tok = build_tiny_model(0)
+    server = VLLMStyleServer(pad_bytes=4 << 20)
+    try:
+        settings = GenerationSettings(backend="openai", server_url=server.base_url, server_max_reply_bytes=1 << 20)
+        with pytest.raises(ServerGenerationError, match="exceeded|over the limit"):
+            OpenAIServerGenerator(tok, settings).generate([[1, 2]])
+    finally:
+        server.stop()
+
+
+def test_a_key_is_sent_only_when_the_config_names_its_variable(monkeypatch):
+    _, tok = build_tiny_model(0)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-generation-server-000000")
+    monkeypatch.setenv("MY_GENERATION_KEY", "local-generation-key")
+    server = VLLMStyleServer()
+    try:
+        OpenAIServerGenerator(tok, GenerationSettings(backend="openai", server_url=server.base_url)).generate([[1]])
+        named = GenerationSettings(backend="openai", server_url=server.base_url, server_api_key_env="MY_GENERATION_KEY")
+        OpenAIServerGenerator(tok, named).generate([[1]])
+    finally:
+        server.stop()
+    assert server.authorizations == [None, "Bearer local-generation-key"]
 
 
 @pytest.mark.slow
