@@ -28,10 +28,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the marks into groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = config.rootpath / "tests"
-    for item in items:
-        name = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
-        if name in MULTI_PROCESS_FILES or f"{name}::{item.originalname}" in MULTI_PROCESS_TESTS:
-            item.add_marker(pytest.mark.xdist_group(MULTI_PROCESS_GROUP))
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # marked as each test is collected, before any pytest_collection_modifyitems (xdist's, which
+    # turns the marks into groups, runs ahead of a conftest's modifyitems hook in its workers)
+    root = item.config.rootpath / "tests"
+    name = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+    if name in MULTI_PROCESS_FILES or f"{name}::{item.originalname}" in MULTI_PROCESS_TESTS:
+        item.add_marker(pytest.mark.xdist_group(MULTI_PROCESS_GROUP))
