@@ -99,12 +99,12 @@ class RubricEnv(gym.Env[str, str]):
             try:
                 result = self.adapter.step(parsed)
             except PolicyFailure as exc:
-                result, broke = self._broken_by_action_step(prev, str(exc), exc.facts), str(exc)
+                result, broke = self._ended_step(prev, str(exc), True, exc.facts), str(exc)
             except EngineFailure as exc:
-                result, failure = self._failure_step(prev, str(exc)), f"environment failure: {exc}"
+                result, failure = self._ended_step(prev, str(exc), False), f"environment failure: {exc}"
             except Exception as exc:  # an engine bug must not look like a policy failure
                 log.exception("%s engine raised", self.adapter.benchmark)
-                result = self._failure_step(prev, f"{type(exc).__name__}: {exc}")
+                result = self._ended_step(prev, f"{type(exc).__name__}: {exc}", False)
                 failure = f"environment failure: {type(exc).__name__}: {exc}"
         else:
             result = self.adapter.invalid_step(parsed, prev)
@@ -150,26 +150,20 @@ class RubricEnv(gym.Env[str, str]):
 
     # -- shared fact derivation ----------------------------------------------------------
     @staticmethod
-    def _failure_step(prev: EngineState, message: str) -> EngineStep:
+    def _ended_step(prev: EngineState, message: str, by_action: bool,
+                    facts: dict[str, Any] | None = None) -> EngineStep:
+        """The step of a broken engine: the action broke it (a policy failure: the episode is
+        over, ``terminated``) or something else did (an environment failure: ``truncated``)."""
         return EngineStep(
-            observation=f"The environment failed: {message}",
+            observation=(f"Your action broke the environment: {message}. The episode is over." if by_action
+                         else f"The environment failed: {message}"),
             state_signature=prev.state_signature,
             context_key=prev.context_key,
             accepted=False,
-            truncated=True,
+            terminated=by_action,
+            truncated=not by_action,
             error_text=message,
-        )
-
-    @staticmethod
-    def _broken_by_action_step(prev: EngineState, message: str, facts: dict[str, Any]) -> EngineStep:
-        return EngineStep(
-            benchmark_facts=facts,
-            observation=f"Your action broke the environment: {message}. The episode is over.",
-            state_signature=prev.state_signature,
-            context_key=prev.context_key,
-            accepted=False,
-            terminated=True,
-            error_text=message,
+            benchmark_facts=facts or {},
         )
 
     def _transition(
