@@ -10,11 +10,15 @@ config; any future credential (a user simulator's key, say) follows the same rul
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 __all__ = ["InlineSecretError", "KEY_PREFIXES", "MAX_KEY_FILE_BYTES", "REFERENCE_SUFFIXES", "SECRET_NAMES", "how_to_pass", "read_secret", "refuse_inline_secrets"]
 
@@ -60,6 +64,7 @@ def _walk(data: Any, where: str, prefix: str, depth: int) -> None:
             name = str(raw_key).strip().lower().replace("-", "_")
             path = f"{where}.{raw_key}"
             if name.endswith(REFERENCE_SUFFIXES):
+                _check_reference(path, name, value, prefix)
                 continue
             if name in SECRET_NAMES and value not in (None, ""):
                 raise InlineSecretError(
@@ -72,6 +77,31 @@ def _walk(data: Any, where: str, prefix: str, depth: int) -> None:
     elif isinstance(data, str) and _looks_like_key(data):
         raise InlineSecretError(f"{where}: this value looks like an API key; keys are never accepted as config "
                                 "values (configs are written to run folders); " + how_to_pass(prefix))
+    elif isinstance(data, str) and _url_credentials(data):
+        raise InlineSecretError(f"{where}: this URL carries credentials (user:password@host); they would be written "
+                                "to the run folder: remove them from the URL and " + how_to_pass(prefix))
+
+
+def _url_credentials(text: str) -> bool:
+    """Whether ``text`` is a URL with user-info (``scheme://user:secret@host``)."""
+    if "://" not in text or "@" not in text:
+        return False
+    try:
+        parts = urlsplit(text.strip())
+    except ValueError:
+        return False
+    return bool(parts.netloc) and (parts.username is not None or parts.password is not None)
+
+
+def _check_reference(path: str, name: str, value: Any, prefix: str) -> None:
+    """A ``*_env`` setting holds a variable's NAME, a ``*_file`` setting a path: a key given
+    there by mistake (``api_key_env: sk-...``) would be written to the run folder too."""
+    if not isinstance(value, str) or not value:
+        return
+    if _looks_like_key(value) or (name.endswith("_env") and not ENV_NAME.fullmatch(value)):
+        raise InlineSecretError(
+            f"{path}: expects the name of an environment variable (or a file path), and this value is not one "
+            "(it looks like a key itself); " + how_to_pass(prefix))
 
 
 def read_secret(env: str | None = None, file: str | os.PathLike[str] | None = None,

@@ -243,6 +243,15 @@ class TrainConfig(_Section):
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     run: RunSettings = Field(default_factory=RunSettings)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_secrets_anywhere(cls, data: Any) -> Any:
+        # the whole config is written to the run folder: no section may hold a key
+        # (env.kwargs, generation.server_url with user-info, a key given as a variable's name)
+        if isinstance(data, dict):
+            refuse_inline_secrets(data, "config")
+        return data
+
 
 def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
     parts = key.split(".")

@@ -116,3 +116,33 @@ def test_canary_key_is_used_and_found_in_no_file(tmp_path, server, monkeypatch, 
     assert CANARY not in caplog.text + captured.out + captured.err
     saved = load_config(run / "config.yaml")
     assert saved.judge.options.get("api_key_env" if via == "env" else "api_key_file")  # the reference, not the key
+
+
+# ---- issue 28, item 6: secrets given where names or URLs are expected --------------------------
+@pytest.mark.parametrize("override", [
+    f"judge.options={{api_key_env: {CANARY}}}",             # the key given as the variable's name
+    f"generation.server_api_key_env={CANARY}",
+    f"generation.server_url=http://user:{CANARY}@127.0.0.1:8000/v1",  # user-info in a URL
+    f"judge.options={{base_url: 'https://me:{CANARY}@judge.example/v1'}}",
+    f"env.kwargs={{api_key: {CANARY}}}",                    # a key in an env's keyword arguments
+    "env.kwargs={token: not-a-provider-shaped-token}",
+])
+def test_a_key_where_a_name_or_url_is_expected_is_refused_without_echoing_it(override, capsys):
+    from rubricgym.cli import main
+
+    with pytest.raises(ValueError, match="api_key_env") as err:
+        load_config(None, [override])
+    assert CANARY not in str(err.value)
+    assert main(["train", "--set", override]) == 2
+    out = capsys.readouterr()
+    assert "bad configuration" in out.err and CANARY not in out.err + out.out
+
+
+def test_a_variable_name_and_a_plain_url_are_still_accepted():
+    config = load_config(None, ["generation.server_api_key_env=MY_GENERATION_KEY",
+                                "generation.server_url=http://127.0.0.1:8000/v1",
+                                "judge.options={api_key_env: RUBRICGYM_JUDGE_KEY, api_key_file: ~/.judge-key}"])
+    assert config.generation.server_api_key_env == "MY_GENERATION_KEY"
+    with pytest.raises(ValueError, match="URL carries credentials") as err:
+        JudgeSettings(base_url=f"http://u:{CANARY}@127.0.0.1:9/v1")
+    assert CANARY not in str(err.value)
