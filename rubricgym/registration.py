@@ -22,6 +22,7 @@ from rubricgym.benchmark import BenchmarkSpec, load_ref
 from rubricgym.contract import model_ref, register_models
 from rubricgym.env import RubricEnv
 from rubricgym.process_state import preserved_process_state
+from rubricgym.secret_refs import refuse_inline_secrets
 
 __all__ = [
     "BENCHMARKS", "ENTRY_POINT_GROUP", "BenchmarkNotInstalled", "UnknownBenchmark", "check_env_id", "discover",
@@ -207,6 +208,9 @@ def make_rubric_env(
     """Build ``RubricEnv`` for a benchmark and attach its reward (``rubricgym.attach``);
     ``max_steps`` defaults to the spec's."""
     spec = get_spec(benchmark)
+    # a key passed as an engine option would be echoed by gymnasium's TypeError (it prints the
+    # kwargs) and by run folders: refused here, by name and by shape, without echoing it
+    refuse_inline_secrets(adapter_kwargs, f"{spec.name} env options")
     with preserved_process_state():  # an engine's import-time side effects stay out of the caller's process
         adapter = load_adapter_class(spec.name)(**adapter_kwargs)
     env: gym.Env[str, str] = RubricEnv(adapter, max_steps=max_steps or spec.max_steps, render_mode=render_mode)

@@ -146,3 +146,15 @@ def test_a_variable_name_and_a_plain_url_are_still_accepted():
     with pytest.raises(ValueError, match="URL carries credentials") as err:
         JudgeSettings(base_url=f"http://u:{CANARY}@127.0.0.1:9/v1")
     assert CANARY not in str(err.value)
+
+
+def test_a_key_passed_to_gym_make_is_refused_before_gymnasium_can_echo_it():
+    """gymnasium's TypeError prints every kwarg of a failed env creator; a key must never get there."""
+    import gymnasium as gym
+
+    import rubricgym  # noqa: F401  (registers the env ids)
+
+    for kwargs in ({"api_key": CANARY}, {"engine_options": {"auth": f"https://u:{CANARY}@shop.example"}}):
+        with pytest.raises(InlineSecretError) as err:
+            gym.make("WebShop-Rubric-v0", **kwargs)
+        assert CANARY not in str(err.value)
