@@ -95,14 +95,12 @@ class _BoundedBody(httpx.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
         read = 0
         outer, _DEADLINE.end = getattr(_DEADLINE, "end", None), self._end  # the body is read after handle_request
-        try:
+        try:  # httpx's own stream turns the deadline's httpcore.ReadTimeout into httpx.ReadTimeout
             for chunk in self._inner:
                 read += len(chunk)
                 if read > self._limit:
                     raise ReplyTooLarge(f"the reply body exceeded {self._limit} bytes")
                 yield chunk
-        except httpcore.ReadTimeout as exc:
-            raise httpx.ReadTimeout(str(exc)) from exc
         finally:
             _DEADLINE.end = outer
 

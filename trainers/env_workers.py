@@ -28,8 +28,8 @@ from typing import Any, Protocol
 from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 from rubricgym.prompts import PromptSettings
+from rubricgym.env_factories import EnvFactory, env_factory, register_env_factories
 from rubricgym.trainers.config import EnvSettings
-from rubricgym.env_factories import EnvFactory, env_factory
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, _Live, make_env_factory
 from rubricgym.tokens import decode_response
 from rubricgym.trainers.warmup import has_expert
@@ -66,9 +66,11 @@ def _trajectory_json(env: Any) -> dict[str, Any] | None:
 class EnvHost:
     """The envs of one worker, by slot; every request and answer is a JSON string."""
 
-    def __init__(self, settings_json: str, factory: EnvFactory | None = None):
+    def __init__(self, settings_json: str, factories: dict[str, EnvFactory] | None = None):
+        # a spawned worker starts with an empty registry: the trainer's registered factories come along
+        register_env_factories(factories or {})
         self.settings = EnvSettings.model_validate_json(settings_json)
-        self.env_fn = make_env_factory(self.settings, factory)
+        self.env_fn = make_env_factory(self.settings)
         self.envs: dict[int, Any] = {}
 
     def env(self, slot: int) -> Any:
@@ -142,9 +144,9 @@ class EnvHost:
         self.envs = {}
 
 
-def _process_main(conn: Any, settings_json: str, factory: EnvFactory | None) -> None:
+def _process_main(conn: Any, settings_json: str, factories: dict[str, EnvFactory]) -> None:
     """The process-pool worker: answer JSON requests until told to close or the pipe ends."""
-    host = EnvHost(settings_json, factory)
+    host = EnvHost(settings_json, factories)
     try:
         while True:
             try:
@@ -196,12 +198,12 @@ class _ProcessPending:
 class ProcessWorker:
     """One spawned process hosting an ``EnvHost``; requests and answers are JSON bytes."""
 
-    def __init__(self, settings_json: str, index: int, factory: EnvFactory | None = None):
+    def __init__(self, settings_json: str, index: int, factories: dict[str, EnvFactory] | None = None):
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        # a registered factory travels as the callable itself (by reference, from this process's
-        # registry), so the worker never resolves a name that only this process registered
-        self.proc = ctx.Process(target=_process_main, args=(child, settings_json, factory), daemon=True,
+        # registered factories travel as the callables themselves (by reference, from this
+        # process's registry), so the worker never resolves a name only this process registered
+        self.proc = ctx.Process(target=_process_main, args=(child, settings_json, factories or {}), daemon=True,
                                 name=f"rubricgym-env-worker-{index}")
         self.proc.start()
         child.close()
@@ -241,8 +243,8 @@ def _ray_actor_class() -> Any:
 
         @ray.remote(max_restarts=0, max_task_retries=0)
         class EnvActor:
-            def __init__(self, settings_json: str, factory: EnvFactory | None):
-                self.host = EnvHost(settings_json, factory)
+            def __init__(self, settings_json: str, factories: dict[str, EnvFactory]):
+                self.host = EnvHost(settings_json, factories)
 
             def handle(self, request: str) -> str:
                 return self.host.handle(request)
@@ -273,8 +275,9 @@ class _RayPending:
 class RayWorker:
     """One Ray actor hosting an ``EnvHost`` (on this machine or anywhere in the Ray cluster)."""
 
-    def __init__(self, settings_json: str, index: int, num_cpus: float = 1.0, factory: EnvFactory | None = None):
-        self.actor = _ray_actor_class().options(num_cpus=num_cpus).remote(settings_json, factory)
+    def __init__(self, settings_json: str, index: int, num_cpus: float = 1.0,
+                 factories: dict[str, EnvFactory] | None = None):
+        self.actor = _ray_actor_class().options(num_cpus=num_cpus).remote(settings_json, factories or {})
         self.name = f"ray worker {index}"
 
     def submit(self, request: str) -> _RayPending:
@@ -332,7 +335,8 @@ class WorkerPool:
         self.backend = backend
         # the worker builds its env from the settings alone; it never runs more than one at a time
         self.settings_json = settings.model_copy(update={"workers": 0}).model_dump_json()
-        self.factory = env_factory(settings.factory) if settings.factory else None
+        # the one factory the workers need (an unknown name fails here, not in every worker)
+        self.factories = {settings.factory: env_factory(settings.factory)} if settings.factory else {}
         self.started = 0
         self.replaced = 0
         self.workers: list[EnvWorker] = [self._new(i) for i in range(self.size)]
@@ -340,8 +344,8 @@ class WorkerPool:
     def _new(self, index: int) -> EnvWorker:
         self.started += 1
         if self.backend == "ray":
-            return RayWorker(self.settings_json, index, factory=self.factory)
-        return ProcessWorker(self.settings_json, index, factory=self.factory)
+            return RayWorker(self.settings_json, index, factories=self.factories)
+        return ProcessWorker(self.settings_json, index, factories=self.factories)
 
     def worker_of(self, slot: int) -> int:
         return slot % self.size

@@ -18,7 +18,7 @@ import gymnasium as gym
 
 import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.contract import Trajectory, Transition
-from rubricgym.env_factories import EnvFactory, env_factory
+from rubricgym.env_factories import env_factory
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
 from rubricgym.registration import check_env_id
 from rubricgym.trainers.config import EnvSettings
@@ -82,11 +82,10 @@ class Rollout:
         return self.env_return > 0
 
 
-def make_env_factory(settings: EnvSettings, factory: EnvFactory | None = None) -> Callable[[], gym.Env]:
-    """A zero-argument env constructor from the config (a gym id, or a registered factory's
-    name); ``factory`` is that name's callable when the caller resolved it already."""
+def make_env_factory(settings: EnvSettings) -> Callable[[], gym.Env]:
+    """A zero-argument env constructor from the config (a gym id, or a registered factory's name)."""
     if settings.factory:
-        fn = factory or env_factory(settings.factory)
+        fn = env_factory(settings.factory)
         return lambda: fn(max_steps=settings.max_steps, **settings.kwargs)
     check_env_id(settings.id)
     return lambda: gym.make(settings.id, max_steps=settings.max_steps, **settings.kwargs)
