@@ -230,11 +230,10 @@ class AppWorldAdapter(Adapter):
         try:
             with watch:
                 result = self._call("execute_tracked", timeout_s=self.call_timeout_s, code=code)
+            if not isinstance(result, dict) or not isinstance(result.get("output"), str):
+                raise self._broken(ServerCallError(f"/execute_tracked sent an unexpected answer: {str(result)[:200]}"))
         except EngineFailure as exc:
             raise PolicyFailure(f"the code broke AppWorld's server: {exc}", BROKEN_SERVER_FACTS) from exc
-        if not isinstance(result, dict) or not isinstance(result.get("output"), str):
-            raise PolicyFailure("the code broke AppWorld's server: " + str(self._broken(
-                ServerCallError(f"/execute_tracked sent an unexpected answer: {str(result)[:200]}"))), BROKEN_SERVER_FACTS)
         output = result["output"]
         observed = episode.observed
         seen = observed.observe(code, output, result.get("requests") or [], result.get("limit"),
