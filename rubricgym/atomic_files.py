@@ -6,13 +6,16 @@ import os
 import tempfile
 from pathlib import Path
 
+from rubricgym.secret_refs import redact
+
 __all__ = ["atomic_write_text"]
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> Path:
     """Write ``text`` through a flushed temporary file beside ``path`` and ``os.replace``; no
     temporary file survives, whatever happens. ``mode``: permissions of the new file (the
-    temporary file is private, 0600, otherwise)."""
+    temporary file is private, 0600, otherwise). Keys read by this process are redacted
+    (``rubricgym.secret_refs.redact``)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -20,7 +23,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None 
         if mode is not None:
             os.chmod(tmp, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.write(redact(text))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)

@@ -9,6 +9,7 @@ import importlib
 import sys
 
 from rubricgym.registration import discover
+from rubricgym.secret_refs import install_log_redaction
 
 # Each subcommand lives in the module that owns its feature; this file only routes (modules are
 # imported lazily so --help stays fast). Benchmark plugins add their own (BenchmarkSpec.commands).
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if not argv or argv[0] in ("-h", "--help") else 2
     name, rest = argv[0], argv[1:]
+    install_log_redaction()  # keys a command reads never reach the log (its own handlers: see trainers/cli.py)
     module_name, help_text = commands[name]
     try:
         module = importlib.import_module(module_name)

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 from rubricgym.jsonl import JsonLinesError, iter_json_lines
+from rubricgym.secret_refs import redact
 
 __all__ = [
     "Facts", "Outcome", "ParseError", "ParsedAction", "Span", "Trajectory", "Transition", "facts_model_for",
@@ -198,7 +199,8 @@ class Trajectory(BaseModel):
 
 
 def save_jsonl(path: str | Path, trajectories: Iterable[Trajectory], append: bool = False) -> None:
-    """Write one trajectory per line (the path first, then the trajectories).
+    """Write one trajectory per line (the path first, then the trajectories); keys read by
+    this process are redacted (``rubricgym.secret_refs.redact``).
 
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "episodes.jsonl"
@@ -208,7 +210,7 @@ def save_jsonl(path: str | Path, trajectories: Iterable[Trajectory], append: boo
     """
     with open(path, "a" if append else "w", encoding="utf-8") as fh:
         for traj in trajectories:
-            fh.write(traj.to_json_line() + "\n")
+            fh.write(redact(traj.to_json_line()) + "\n")
 
 
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory]:

@@ -5,12 +5,20 @@ Configs, overrides and settings end up in run folders (``config.yaml``, checkpoi
 key given there as a value would reach disk; ``refuse_inline_secrets`` rejects that with a
 message saying how to pass the key instead. Used by the judge settings and the trainer's
 config; any future credential (a user simulator's key, say) follows the same rule.
+
+A key can still come back in a reply (a server that echoes it). Every value ``read_secret``
+returns is remembered in this process (in memory only), and ``redact`` / ``redact_json``
+replace it with ``REDACTED`` in whatever is written: the judge cache, tau-bench user
+replies, run files, logs and CLI error messages.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +28,9 @@ from pydantic import SecretStr
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
-__all__ = ["InlineSecretError", "KEY_PREFIXES", "MAX_KEY_FILE_BYTES", "REFERENCE_SUFFIXES", "SECRET_NAMES", "how_to_pass", "read_secret", "refuse_inline_secrets"]
+__all__ = ["InlineSecretError", "KEY_PREFIXES", "MAX_KEY_FILE_BYTES", "MIN_REDACTED_CHARS", "REDACTED", "REFERENCE_SUFFIXES",
+           "RedactingFilter", "SECRET_NAMES", "how_to_pass", "install_log_redaction", "read_secret", "redact",
+           "redact_json", "refuse_inline_secrets", "remember_secret"]
 
 #: setting names that would hold a secret itself (compared lower-case, '-' as '_')
 SECRET_NAMES = frozenset({
@@ -33,6 +43,10 @@ KEY_PREFIXES = ("sk-", "sk_live_", "sk_test_", "sk-ant-", "sk-proj-", "xai-", "g
 #: settings that hold a *reference* to a secret (a variable name, a path): allowed
 REFERENCE_SUFFIXES = ("_env", "_file")
 MAX_KEY_FILE_BYTES = 16 * 1024
+#: what a remembered secret is replaced with in everything written
+REDACTED = "<redacted secret>"
+#: shorter values are not remembered: redacting them would cut common words out of text
+MIN_REDACTED_CHARS = 8
 
 
 class InlineSecretError(ValueError):
@@ -123,9 +137,118 @@ def read_secret(env: str | None = None, file: str | os.PathLike[str] | None = No
         except UnicodeDecodeError:
             raise ValueError(f"{path}: the key file is not UTF-8 text") from None
         lines = text.strip().splitlines()
-        return SecretStr(lines[0].strip()) if lines and lines[0].strip() else None
+        return _remembered(lines[0].strip()) if lines and lines[0].strip() else None
     for name in ((env,) if env else ()) + tuple(fallback_env):
         value = os.environ.get(name, "")
         if value.strip():
-            return SecretStr(value.strip())
+            return _remembered(value.strip())
     return None
+
+
+# --- redaction: a secret this process has read never leaves it in written text -------------
+
+_lock = threading.Lock()
+_forms: tuple[str, ...] = ()  # every remembered value and its JSON-escaped forms
+_values: set[str] = set()
+
+
+def _remembered(value: str) -> SecretStr:
+    remember_secret(value)
+    return SecretStr(value)
+
+
+def remember_secret(value: str) -> None:
+    """Add ``value`` to this process's redaction set (kept in memory only, never written).
+    ``read_secret`` calls it for every key it returns; values under ``MIN_REDACTED_CHARS``
+    characters are ignored."""
+    global _forms
+    if len(value) < MIN_REDACTED_CHARS:
+        return
+    with _lock:
+        if value in _values:
+            return
+        _values.add(value)
+        # the value as written inside JSON strings too (escaped quotes, backslashes, non-ASCII)
+        forms = set(_forms) | {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+        _forms = tuple(sorted(forms))
+
+
+def redact(text: str) -> str:
+    """``text`` with every remembered secret replaced by ``REDACTED``. Every occurrence of
+    every value is found first and overlapping or touching occurrences become one marker, so
+    no part of a secret survives (replacing values one after another could cut one secret
+    out of another and leave the rest). ``str.find`` over a small set: no pattern built
+    from secret text. Idempotent for secrets that share no text with the marker."""
+    forms = _forms  # one consistent snapshot (the tuple is replaced, never changed)
+    if not forms or not isinstance(text, str):
+        return text
+    spans: list[tuple[int, int]] = []
+    for form in forms:
+        start = text.find(form)
+        while start != -1:
+            spans.append((start, start + len(form)))
+            start = text.find(form, start + 1)
+    if not spans:
+        return text
+    spans.sort()
+    out: list[str] = []
+    kept = 0  # text[kept:] is not yet copied
+    begin, end = spans[0]
+    for s, e in spans[1:]:
+        if s <= end:
+            end = max(end, e)
+            continue
+        out += [text[kept:begin], REDACTED]
+        kept, (begin, end) = end, (s, e)
+    out += [text[kept:begin], REDACTED, text[end:]]
+    return "".join(out)
+
+
+def redact_json(obj: Any) -> Any:
+    """``obj`` (nested dicts, lists, tuples, strings) with ``redact`` applied to every string,
+    keys included; other values are returned as they are."""
+    if not _forms:
+        return obj
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, Mapping):
+        return {redact_json(k): redact_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_json(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(redact_json(v) for v in obj)
+    return obj
+
+
+class RedactingFilter(logging.Filter):
+    """A handler filter: the record's message, traceback and stack text go out redacted."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _forms:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # bad arguments: left to the handler, which reports them
+            return True
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True
+
+
+def install_log_redaction() -> None:
+    """Put a ``RedactingFilter`` on every handler of the root logger and on ``logging``'s
+    last-resort handler (used when nothing is configured). Handlers filter every record
+    they emit, whichever logger it came from; call again after adding handlers."""
+    handlers = list(logging.getLogger().handlers)
+    if logging.lastResort is not None:
+        handlers.append(logging.lastResort)
+    for handler in handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from rubricgym.secret_refs import install_log_redaction, redact
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="YAML config file (sections: model, lora, env, prompt, generation, "
@@ -95,6 +97,7 @@ def format_summary(summary: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("RUBRICGYM_LOG", "WARNING"))
+    install_log_redaction()  # keys this process reads never reach the log
     # lazy CLI: torch and the trainer load only when a run starts (`rubricgym train --help` stays fast)
     from torch.distributed import DistError
 
@@ -117,10 +120,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             config = load_config(args.config, overrides)
     except CheckpointError as exc:
-        print(f"rubricgym train: cannot resume: {exc}", file=sys.stderr)
+        print(f"rubricgym train: cannot resume: {redact(str(exc))}", file=sys.stderr)
         return 2
     except (ValidationError, ValueError, OSError) as exc:
-        print(f"rubricgym train: bad configuration: {exc}", file=sys.stderr)
+        print(f"rubricgym train: bad configuration: {redact(str(exc))}", file=sys.stderr)
         return 2
     if args.print_config:
         print(dump_config(config), end="")
@@ -131,10 +134,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             trainer = Trainer(config)
     except CheckpointError as exc:
-        print(f"rubricgym train: cannot resume: {exc}", file=sys.stderr)
+        print(f"rubricgym train: cannot resume: {redact(str(exc))}", file=sys.stderr)
         return 2
     except (FileNotFoundError, LookupError, RuntimeError, ValueError, ImportError, NotImplementedError) as exc:
-        print(f"rubricgym train: cannot start: {exc}", file=sys.stderr)
+        print(f"rubricgym train: cannot start: {redact(str(exc))}", file=sys.stderr)
         return 2
     if args.resume and trainer.iteration >= config.run.iterations:  # nothing left: say so, train nothing
         trainer.close()
@@ -157,14 +160,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ninterrupted; resume with: rubricgym train --resume {trainer.run_dir}", file=sys.stderr)
         return 130
     except RankFailure as exc:
-        print(f"rubricgym train: stopped: {exc}; resume with: rubricgym train --resume {trainer.run_dir}",
+        print(f"rubricgym train: stopped: {redact(str(exc))}; resume with: rubricgym train --resume {trainer.run_dir}",
               file=sys.stderr, flush=True)
         return 3
     except DistError as exc:  # a collective inside the model (FSDP / ZeRO-3 hooks) lost a rank
         trainer.ranks.failed = True  # a group with a dead peer is left to the process exit
         print(f"rubricgym train: stopped: rank {trainer.ranks.rank} of {trainer.ranks.world_size}: a collective "
               f"inside the model failed - another rank died or did not answer within run.collective_timeout_s="
-              f"{trainer.ranks.timeout_s:g} s ({str(exc).splitlines()[0][:300]}); resume with: rubricgym train "
+              f"{trainer.ranks.timeout_s:g} s ({redact(str(exc)).splitlines()[0][:300]}); resume with: rubricgym train "
               f"--resume {trainer.run_dir}", file=sys.stderr, flush=True)
         return 3
     finally:

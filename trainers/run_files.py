@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from rubricgym.jsonl import iter_json_lines
+from rubricgym.secret_refs import redact
 from rubricgym.trainers.checkpoint import CheckpointError, atomic_write_text, newest_intact
 from rubricgym.trainers.config import TrainConfig, load_config
 
@@ -102,14 +103,14 @@ def refuse_links_outside(run_dir: Path) -> None:
 
 
 def write_run_file(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (temporary file, then rename): a link at ``path`` is
-    replaced, never written through."""
+    """Replace ``path`` with ``text`` (temporary file, then rename; keys read by this process
+    redacted by ``atomic_write_text``): a link at ``path`` is replaced, never written through."""
     atomic_write_text(path, text)
 
 
 def append_run_line(path: Path, line: str) -> None:
-    """Append one line to ``path``; a link at ``path`` is an error (``O_NOFOLLOW``), never
-    followed."""
+    """Append one line to ``path`` (keys read by this process redacted); a link at ``path``
+    is an error (``O_NOFOLLOW``), never followed."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "a", encoding="utf-8") as fh:
-        fh.write(line + "\n")
+        fh.write(redact(line) + "\n")

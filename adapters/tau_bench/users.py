@@ -9,7 +9,8 @@ stop tokens (``###STOP###``, ``###TRANSFER###``) and evaluator treat them like i
   nothing is left to do or after ``patience`` idle replies. Deterministic.
 - ``LLMUser`` asks an OpenAI-compatible chat server (tau2's own user system prompt); its
   settings mirror the judge client's; the key is read from the environment variable named
-  by ``api_key_env`` when the client is built, never stored.
+  by ``api_key_env`` when the client is built, never stored, and redacted from the replies
+  (a server echoing it cannot put it into an observation or a trajectory).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rubricgym.adapters.tau_bench.engine import Task, Tool, ToolMessage, UserMessage
 from rubricgym.bounded_http import DEFAULT_MAX_REPLY_BYTES, bounded_http_client
 from rubricgym.judges.client import classify_transport_error, retryable_transport_error
-from rubricgym.secret_refs import read_secret, refuse_inline_secrets
+from rubricgym.secret_refs import read_secret, redact, redact_json, refuse_inline_secrets
 from tau2.data_model.message import MultiToolMessage, ToolCall
 from tau2.user.base import STOP, TRANSFER, UserState
 from tau2.user.user_simulator import UserSimulator
@@ -229,13 +230,14 @@ class LLMUser(UserSimulator):
         if not choices or choices[0].message is None:
             raise UserSimulatorFailure("user simulator: the server's reply has no message")
         msg = choices[0].message
-        calls = [ToolCall(id=tc.id or f"user_call_{i}", name=tc.function.name, arguments=_args(tc.function.arguments),
-                          requestor="user") for i, tc in enumerate(getattr(msg, "tool_calls", None) or [])
+        calls = [ToolCall(id=redact(tc.id or f"user_call_{i}"), name=redact(tc.function.name),
+                          arguments=redact_json(_args(tc.function.arguments)), requestor="user")
+                 for i, tc in enumerate(getattr(msg, "tool_calls", None) or [])
                  if getattr(tc, "function", None) is not None]
         if calls:
             reply = UserMessage(role="user", tool_calls=calls[:1])  # one device action per user turn
         else:
-            text = (msg.content or "").strip() or CONFIRM  # an empty reply is not a message tau2 accepts
+            text = redact((msg.content or "").strip()) or CONFIRM  # an empty reply is not a message tau2 accepts
             reply = UserMessage(role="user", content=text)
         state.messages.append(reply)
         return reply, state

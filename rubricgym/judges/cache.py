@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rubricgym.secret_refs import redact_json
+
 CACHE_FILE = "judge_cache.sqlite"
 
 
@@ -50,7 +52,8 @@ class ResponseCache:
             return None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        blob = json.dumps(value, ensure_ascii=False)
+        """Store ``value`` with every key this process has read redacted (a server may echo it)."""
+        blob = json.dumps(redact_json(value), ensure_ascii=False)
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO replies (key, value, created) VALUES (?, ?, ?)", (key, blob, time.time())

@@ -24,6 +24,7 @@ from rubricgym.judges.config import JudgeSettings
 from rubricgym.judges.pipeline import DracoJudge
 from rubricgym.judges.rubric import load_rubric
 from rubricgym.registration import judge_rubric_file
+from rubricgym.secret_refs import redact
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         variant = DracoVariant.parse(args.variant)
         trajs = load_jsonl(args.trajectories)
     except (OSError, ValueError, RecursionError) as exc:  # a trajectory file is untrusted input
-        print(f"rubricgym judge: {exc}", file=sys.stderr)
+        print(f"rubricgym judge: {redact(str(exc))}", file=sys.stderr)
         return 2
     if args.group_size is not None and args.group_size < 1:
         print("rubricgym judge: --group-size must be >= 1", file=sys.stderr)
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         rubric = load_rubric(judge_rubric_file(args.rubric or trajs[0].benchmark))
         settings = _settings(args)
     except (OSError, ValueError, LookupError) as exc:
-        print(f"rubricgym judge: {exc}", file=sys.stderr)
+        print(f"rubricgym judge: {redact(str(exc))}", file=sys.stderr)
         return 2
     judge = DracoJudge.from_settings(settings, static_rubric=rubric)
     out = Path(args.out)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rubricgym.judges.config import JudgeSettings, ResponseFormat
 from rubricgym.models import load_causal_lm
+from rubricgym.secret_refs import redact
 
 __all__ = ["ChatBackend", "ChatReply", "ChatRequest", "JudgeTransportError", "OpenAIChatBackend", "TransformersChatBackend", "classify_transport_error", "retryable_transport_error"]
 
@@ -110,7 +111,7 @@ def classify_transport_error(exc: BaseException) -> JudgeTransportError:
         return JudgeTransportError("connection", type(exc).__name__)
     if isinstance(exc, openai.APIStatusError):
         return JudgeTransportError(f"http_{exc.status_code}", type(exc).__name__)
-    return JudgeTransportError("bad_reply", f"{type(exc).__name__}: {str(exc)[:200]}")
+    return JudgeTransportError("bad_reply", f"{type(exc).__name__}: {redact(str(exc))[:200]}")
 
 
 class OpenAIChatBackend:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from rubricgym.judges.cache import ResponseCache, request_key
 from rubricgym.judges.client import ChatBackend, ChatReply, ChatRequest, JudgeTransportError
 from rubricgym.judges.ledger import Ledger
+from rubricgym.secret_refs import redact
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +150,9 @@ class StructuredCaller:
         else:
             with self._slots:
                 reply = self.backend.complete(request)
+        # a server echoing our key: redacted before the reply is parsed or cached, so a verdict's
+        # text and a later cache hit are the same, and neither holds the key
+        reply = reply.model_copy(update={"text": redact(reply.text)})
         self.ledger.add(
             request.phase,
             step,

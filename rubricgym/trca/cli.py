@@ -20,6 +20,7 @@ from rubricgym.benchmark import BenchmarkSpec
 from rubricgym.contract import load_jsonl, save_jsonl
 from rubricgym.judges.config import JudgeSettings
 from rubricgym.registration import BenchmarkNotInstalled, UnknownBenchmark, get_spec, operator_library
+from rubricgym.secret_refs import redact
 from rubricgym.trca.coverage import diff_libraries, format_diff, format_test_report, library_coverage
 from rubricgym.trca.generate import generate_library, read_interface
 from rubricgym.trca.library import OperatorLibrary, read_library_file
@@ -283,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return ACTIONS[args.library_command](args)
     except CliError as exc:
-        print(f"rubricgym library {args.library_command}: {exc}", file=sys.stderr)
+        print(f"rubricgym library {args.library_command}: {redact(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `rubricgym library show ... | head`: the reader left; not an error
         devnull = os.open(os.devnull, os.O_WRONLY)

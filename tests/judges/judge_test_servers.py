@@ -3,8 +3,8 @@
 ``ScriptedJudgeServer``: an OpenAI-compatible ``/v1/chat/completions`` endpoint that
 answers from the request's own JSON schema with a fixed rule (a deterministic "judge"),
 or misbehaves on purpose: HTTP 500 / 429, hanging past the client's timeout, malformed
-JSON content, a non-JSON body. It records every request (body and auth header) and the
-peak number of requests in flight.
+JSON content, a non-JSON body, an answer that repeats the key it was sent. It records
+every request (body and auth header) and the peak number of requests in flight.
 
 ``LlamaServer``: the real llama-cpp-python server process with the SmolLM2 GGUF.
 """
@@ -143,6 +143,9 @@ class ScriptedJudgeServer:
                     text = server.reply_text
                 else:
                     text = "this is {not json" if mode == "malformed" else scripted_answer(body)
+                if mode == "echo_key":  # repeats the key it was sent, before the answer and as each reason
+                    key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    text = f"You sent the key {key}. " + text.replace('"scripted"', json.dumps(f"key {key}"))
                 prompt_chars = sum(len(m.get("content", "")) for m in body.get("messages", []))
                 reply = {
                     "id": f"cmpl-{len(server.requests)}",
