@@ -1,0 +1,2 @@
+"""rubricgym inside other training libraries: ``rubricgym.integrations.trl`` (TRL's
+``GRPOTrainer``: multi-turn rollouts and per-step advantages). docs/integrations.md."""

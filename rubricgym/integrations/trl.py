@@ -1,0 +1,103 @@
+"""rubricgym inside TRL (``pip install 'rubricgym[trl]'``): multi-turn rubricgym episodes as
+TRL completions, and rubricgym's per-step advantages in TRL's ``GRPOTrainer``.
+
+>>> trainer = RubricGRPOTrainer(model=model, args=GRPOConfig(...), processing_class=tokenizer,
+...                             train_dataset=rubricgym_dataset("ALFWorld-Rubric-v0", seeds=range(8)),
+...                             rollout_func=rubricgym_rollout_func("ALFWorld-Rubric-v0", max_steps=6),
+...                             estimator="trca")
+
+docs/integrations.md says how TRL's loss then differs from rubricgym's trainer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+try:
+    import trl
+    from trl import GRPOTrainer
+except ImportError as exc:  # the extra is missing: name the fix, not just the module
+    raise ImportError(f"rubricgym.integrations.trl needs TRL ({exc}): pip install 'rubricgym[trl]' "
+                      "(trl==1.16.0)") from exc
+
+import torch
+
+from rubricgym.credit import get_estimator
+from rubricgym.integrations.episodes import Episode, completion_advantages
+from rubricgym.integrations.trl_rollout import EPISODE_FIELD, MissingSeed, RubricRollout
+from rubricgym.prompts import PromptSettings
+from rubricgym.registration import check_env_id, task_ids
+
+__all__ = ["MissingSeed", "RubricGRPOTrainer", "RubricRollout", "episode_return", "rubricgym_dataset",
+           "rubricgym_rollout_func"]
+
+TRL_VERSION = trl.__version__
+
+
+def rubricgym_rollout_func(env_id: str, *, prompt: PromptSettings | None = None, max_new_tokens: int = 256,
+                           **make_kwargs: Any) -> RubricRollout:
+    """A TRL ``rollout_func`` playing one ``env_id`` episode per prompt row (``gym.make`` gets
+    ``make_kwargs``, e.g. ``max_steps``); ``max_new_tokens`` caps one turn, TRL's
+    ``max_completion_length`` the whole episode. An unknown ``env_id`` fails here."""
+    return RubricRollout(env_id, prompt=prompt, max_new_tokens=max_new_tokens, **make_kwargs)
+
+
+def rubricgym_dataset(env_id: str, seeds: Iterable[int], task_ids_: Sequence[str] | None = None) -> Any:
+    """A ``datasets.Dataset`` of prompt rows: one per seed, with the task of that seed (the
+    env id's train tasks in turn, or ``task_ids_``). The ``prompt`` column only labels the row
+    in TRL's logs; the episode's real prompt is built from the env."""
+    from datasets import Dataset
+
+    tasks = list(task_ids_) if task_ids_ is not None else task_ids(check_env_id(env_id))
+    rows = [{"prompt": f"{env_id} task {tasks[i % len(tasks)]} seed {seed}", "seed": int(seed),
+             "task_id": tasks[i % len(tasks)]} for i, seed in enumerate(seeds)]
+    return Dataset.from_list(rows)
+
+
+def episode_return(completions: list[Any], rubricgym_episode: list[dict[str, Any]], **_: Any) -> list[float]:
+    """TRL reward function: the episode's env return (the engine's outcome). TRL's own
+    completion-level advantage from it is what ``RubricGRPOTrainer`` replaces."""
+    return [float(e["env_return"]) for e in rubricgym_episode]
+
+
+class RubricGRPOTrainer(GRPOTrainer):
+    """TRL's ``GRPOTrainer`` whose advantages are rubricgym's: a ``(B, T)`` tensor from the
+    estimator registry (``grpo``, ``trca``, ``trca_no_rf``, ``trca_no_rb``), placed on tokens by
+    ``rubricgym.credit.token_advantages`` exactly as rubricgym's trainer places them. Everything
+    else (sampling, the clipped token-level loss, KL, logging) stays TRL's. It also hands the
+    prompt rows to a ``rubricgym_rollout_func``; ``reward_funcs`` defaults to ``episode_return``.
+    After each generation ``last_episodes`` and ``last_advantages`` hold what was trained on."""
+
+    def __init__(self, *args: Any, estimator: str = "trca", gamma: float | None = None, lam: float | None = None,
+                 eps: float = 1e-6, **kwargs: Any):
+        self.estimator = get_estimator(estimator).name
+        if get_estimator(estimator).signal == "judge":
+            raise ValueError(f"estimator {estimator!r} needs a DRACO judge, not wired into the TRL integration "
+                             "yet: use 'grpo' or 'trca*', or rubricgym's own trainer")
+        self.gamma, self.lam, self.eps = gamma, lam, eps
+        kwargs.setdefault("reward_funcs", [episode_return])
+        self.rubricgym_rows: list[dict[str, Any]] | None = None
+        self.last_episodes: list[Episode] = []
+        self.last_advantages: torch.Tensor | None = None
+        super().__init__(*args, **kwargs)
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        self.rubricgym_rows = [dict(row) for row in inputs]
+        try:
+            out = super()._generate_and_score_completions(inputs)
+        finally:
+            self.rubricgym_rows = None
+        if any(EPISODE_FIELD not in row for row in inputs):
+            raise TypeError("RubricGRPOTrainer needs rollout_func=rubricgym_rollout_func(env_id): its rows carry "
+                            "no rubricgym episodes")
+        self.last_episodes = [Episode.from_dict(row[EPISODE_FIELD]) for row in inputs]
+        mode = "train" if self.model.training else "eval"
+        group = self.num_generations if mode == "train" else self.num_generations_eval
+        length = out["completion_ids"].size(1)
+        values, _ = completion_advantages(self.estimator, self.last_episodes, group, length,
+                                          gamma=self.gamma, lam=self.lam, eps=self.eps)
+        advantages = torch.as_tensor(values, dtype=torch.float32, device=out["completion_ids"].device)
+        out["advantages"] = advantages
+        self.last_advantages = advantages
+        return out

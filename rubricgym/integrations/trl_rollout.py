@@ -1,0 +1,190 @@
+"""Multi-turn rubricgym episodes with TRL's own model, each kept as one completion.
+
+Per prompt row one episode: the env is reset with the row's ``seed`` (and ``task_id``), the
+prompt is rubricgym's public chat-accumulation prompt (``rubricgym.prompts``), and every turn
+appends the model's response (``env_mask`` 1) and then the chat template's closing of that turn
+plus the next observation (``env_mask`` 0). No TRL import here: the trainer is duck-typed
+(``model_wrapped``, ``accelerator``, ``processing_class``, ``generation_config``,
+``max_completion_length``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from rubricgym.integrations.episodes import Episode, EpisodeStep
+from rubricgym.prompts import EpisodeView, PromptSettings, build_messages, render_prompt
+from rubricgym.registration import check_env_id
+from rubricgym.tokens import decode_response, response_token_spans
+
+__all__ = ["MissingSeed", "RubricRollout"]
+
+EPISODE_FIELD = "rubricgym_episode"  # the extra rollout key: reaches reward functions and the trainer
+
+
+class MissingSeed(ValueError):
+    """A prompt row without a ``seed``: its G copies could not share one initial state."""
+
+
+@dataclass
+class _Live:
+    env: gym.Env[Any, Any]
+    view: EpisodeView
+    prompt_ids: list[int]
+    episode: Episode
+    completion: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    done: bool = False
+
+
+class RubricRollout:
+    """A TRL ``rollout_func(prompts, trainer) -> dict`` over ``env_id``; the rows (with their
+    ``seed``) come from the trainer (``RubricGRPOTrainer`` hands them over). Its envs are reused
+    across calls; ``close()`` closes them."""
+
+    def __init__(self, env_id: str, *, prompt: PromptSettings | None = None, max_new_tokens: int = 256,
+                 min_turn_tokens: int = 8, **make_kwargs: Any):
+        self.env_id = check_env_id(env_id)
+        self.prompt = prompt or PromptSettings(style="chat")
+        self.max_new_tokens = max_new_tokens
+        self.min_turn_tokens = min_turn_tokens
+        self.make_kwargs = make_kwargs
+        self.envs: list[gym.Env[Any, Any]] = []
+
+    def env(self, k: int) -> gym.Env[Any, Any]:
+        while len(self.envs) <= k:
+            self.envs.append(gym.make(self.env_id, **self.make_kwargs))
+        return self.envs[k]
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+        self.envs = []
+
+    def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list[Any]]:
+        rows = getattr(trainer, "rubricgym_rows", None)
+        if rows is None or len(rows) != len(prompts):
+            raise TypeError("rubricgym_rollout_func needs each prompt row's seed: train with "
+                            "rubricgym.integrations.trl.RubricGRPOTrainer, which hands the rows to it")
+        tokenizer = trainer.processing_class
+        live = [self._start(k, row, tokenizer) for k, row in enumerate(rows)]
+        budget = int(trainer.max_completion_length)
+        while any(not x.done for x in live):
+            active = [x for x in live if not x.done]
+            responses = self._generate(trainer, [x.prompt_ids + x.completion for x in active],
+                                       min(self.max_new_tokens, budget))
+            for x, ids in zip(active, responses, strict=True):
+                self._step(x, ids[: budget - len(x.completion)], tokenizer, budget)
+        return {
+            "prompt_ids": [x.prompt_ids for x in live],
+            "completion_ids": [x.completion for x in live],
+            "logprobs": None,
+            "env_mask": [x.env_mask for x in live],
+            EPISODE_FIELD: [x.episode.to_dict() for x in live],
+        }
+
+    def _start(self, k: int, row: Mapping[str, Any], tokenizer: Any) -> _Live:
+        if row.get("seed") is None:
+            raise MissingSeed(f"prompt row {k} has no 'seed': every row needs one so that its G copies start from "
+                              "one initial state; build rows with rubricgym_dataset(env_id, seeds=...) or add a "
+                              "'seed' column")
+        seed, task_id = int(row["seed"]), row.get("task_id")
+        env = self.env(k)
+        obs, info = env.reset(seed=seed, options={"task_id": task_id} if task_id else None)
+        task = str(task_id or info.get("task_id", ""))
+        view = EpisodeView.start(env, obs, info)
+        episode = Episode(task_id=task, seed=seed, group_key=f"{task}|seed={seed}")
+        return _Live(env, view, render_prompt(tokenizer, view, self.prompt), episode)
+
+    @staticmethod
+    def _generate(trainer: Any, sequences: Sequence[list[int]], max_new_tokens: int) -> list[list[int]]:
+        """One sampled response per sequence with TRL's model and sampling settings, cut after
+        the first stop token (as TRL's own transformers path does)."""
+        import torch
+        from trl.models import unwrap_model_for_generation
+
+        tokenizer = trainer.processing_class
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        width = max(len(s) for s in sequences)
+        ids = torch.full((len(sequences), width), pad, dtype=torch.long)
+        attention = torch.zeros_like(ids)
+        for row, seq in enumerate(sequences):
+            ids[row, width - len(seq):] = torch.tensor(seq)
+            attention[row, width - len(seq):] = 1
+        config = copy.deepcopy(trainer.generation_config)
+        config.max_new_tokens = max_new_tokens
+        stops = set(trainer.eos_token_ids)
+        device = trainer.accelerator.device
+        with (unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
+                                          generation_kwargs=trainer.generation_kwargs) as model, torch.no_grad()):
+            out = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
+                                 generation_config=config)
+        responses = []
+        for row in out[:, width:].tolist():
+            end = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
+            responses.append(row[:end])
+        return responses
+
+    def _step(self, x: _Live, response_ids: list[int], tokenizer: Any, budget: int) -> None:
+        """Step the env with one response; append it (mask 1) and, if the episode goes on, the
+        next observation turn (mask 0), or end it as truncated when the budget is spent."""
+        text = decode_response(tokenizer, response_ids)
+        obs, reward, terminated, truncated, info = x.env.step(text)
+        transition = info.get("transition")
+        parsed = transition.action if transition is not None else None
+        reasoning, action = response_token_spans(tokenizer, response_ids, text,
+                                                 parsed.reasoning_span if parsed else None,
+                                                 parsed.action_span if parsed else None)
+        at = len(x.completion)
+        x.episode.steps.append(EpisodeStep(
+            response=(at, at + len(response_ids)), action=_shift(action, at), reasoning=_shift(reasoning, at),
+            env_reward=float(transition.env_reward) if transition is not None else float(reward),
+            reward=float(reward), context_key=transition.context_key if transition is not None else "",
+            info={"rubric": info["rubric"]} if "rubric" in info else {},
+        ))
+        x.completion += response_ids
+        x.env_mask += [1] * len(response_ids)
+        x.view.record(text, obs, info)
+        if terminated or truncated:
+            x.done = True
+            x.episode.truncated_by = "max_steps" if truncated and not terminated else None
+            trajectory = getattr(x.env.unwrapped, "trajectory", None)
+            success = trajectory.outcome.success if trajectory is not None else None
+            x.episode.success = bool(success) if success is not None else x.episode.env_return > 0
+            return
+        turn = self._observation_ids(tokenizer, x.view, response_ids, text)
+        if len(x.completion) + len(turn) + self.min_turn_tokens > budget:
+            x.done, x.episode.truncated_by, x.episode.success = True, "max_completion_length", False
+            return
+        x.completion += turn
+        x.env_mask += [0] * len(turn)
+
+    def _observation_ids(self, tokenizer: Any, view: EpisodeView, response_ids: list[int], text: str) -> list[int]:
+        """The tokens between this response and the next one: the chat template's end of the
+        assistant turn (less a stop token the model already wrote), the observation turn and the
+        generation prompt; the same text ``render_prompt`` would show for the next step."""
+        messages = build_messages(view, self.prompt)
+        before = tokenizer.apply_chat_template(messages[:-1], tokenize=False)
+        after = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        end = before.rfind(text)
+        closing = before[end + len(text):] if end >= 0 and text else ""
+        if response_ids:
+            stop = tokenizer.decode(response_ids[-1:])
+            if stop and closing.startswith(stop) and response_ids[-1] in _stop_ids(tokenizer):
+                closing = closing[len(stop):]
+        new = after[len(before):] if after.startswith(before) else after
+        return list(tokenizer(closing + new, add_special_tokens=False)["input_ids"])
+
+
+def _stop_ids(tokenizer: Any) -> set[int]:
+    ids = tokenizer.eos_token_id
+    return set(ids) if isinstance(ids, list) else {ids}
+
+
+def _shift(span: tuple[int, int] | None, by: int) -> tuple[int, int] | None:
+    return None if span is None else (span[0] + by, span[1] + by)
