@@ -5,6 +5,13 @@ env's executed-call facts (``/execute_tracked``: AppWorld's request log per step
 watchdog, observe.py) against the client's plain ``/execute``.
 
     .venv/bin/python benchmarks/appworld_speed.py [--rounds 3] [--tasks 30] [--json out.json]
+    .venv/bin/python benchmarks/appworld_speed.py --sandbox-cost [--rounds 3] [--tasks 30] [--json out.json]
+
+AppWorld's client reaches the server over loopback TCP, so the first comparison runs the env
+with ``sandbox=False``. ``--sandbox-cost`` compares the env with its OS sandbox (bubblewrap,
+Unix socket, evaluation in a second sandbox) against the same env without it, alternating per
+task, and adds the result under ``"sandbox_cost"`` to the ``--json`` file (target: < 10% per
+step, evaluation included: it happens in the step that completes the task).
 
 Both sides do the same work per step: execute the cell; when it calls complete_task, ask
 whether the task is completed and evaluate (that is how the env gets its reward). Rounds
@@ -96,16 +103,17 @@ def gym_episode(env, task, calls: TimedCalls) -> dict:
     t = time.perf_counter()
     env.reset(options={"task_id": task["id"]})
     reset = time.perf_counter() - t
-    steps, server = 0.0, 0.0
+    steps, server, last = 0.0, 0.0, 0.0
     for cell in task["good"]:
         waiting = calls.seconds
         t = time.perf_counter()
         _, reward, terminated, _, _ = env.step(f"<action>{cell}</action>")
-        steps += time.perf_counter() - t
+        last = time.perf_counter() - t
+        steps += last
         server += calls.seconds - waiting
     assert terminated and reward >= 1.0, task["id"]
     env.unwrapped.adapter._close_world()  # free the server's single world for the client
-    return {"step_s": steps, "steps": len(task["good"]), "reset_s": reset, "server_s": server}
+    return {"step_s": steps, "steps": len(task["good"]), "reset_s": reset, "server_s": server, "last_step_s": last}
 
 
 def start_client(adapter) -> subprocess.Popen[str]:
@@ -129,15 +137,80 @@ def client_episode(proc: subprocess.Popen[str], task) -> dict:
     return json.loads(line)
 
 
+def sandbox_cost(tasks: list[dict], rounds: int, reward: str) -> dict:
+    """Steps/s and reset latency of the sandboxed env vs the same env without the sandbox."""
+    envs = {name: gym.make("AppWorld-Rubric-v0", reward=reward, split="offline_all", sandbox=name == "sandboxed")
+            for name in ("sandboxed", "plain")}
+    results = []
+    try:
+        calls = TimedCalls()
+        for env in envs.values():  # warm both servers and the evaluator (cold starts not measured)
+            gym_episode(env, tasks[0], calls)
+        for r in range(rounds):
+            acc = {name: {"step_s": 0.0, "steps": 0, "resets": [], "last_s": 0.0} for name in envs}
+            ratios = []
+            for i, task in enumerate(tasks):
+                order = ("sandboxed", "plain") if (i + r) % 2 else ("plain", "sandboxed")
+                episode = {name: gym_episode(envs[name], task, calls) for name in order}
+                for name, ep in episode.items():
+                    acc[name]["step_s"] += ep["step_s"]
+                    acc[name]["steps"] += ep["steps"]
+                    acc[name]["resets"].append(ep["reset_s"])
+                    acc[name]["last_s"] += ep["last_step_s"]
+                ratios.append(episode["sandboxed"]["step_s"] / episode["plain"]["step_s"])
+            sandboxed, plain = acc["sandboxed"], acc["plain"]
+            results.append({
+                "sandboxed_steps_per_s": sandboxed["steps"] / sandboxed["step_s"],
+                "plain_steps_per_s": plain["steps"] / plain["step_s"],
+                "step_cost": sandboxed["step_s"] / plain["step_s"] - 1.0,
+                "per_task_median_cost": statistics.median(ratios) - 1.0,
+                # steps that only execute code vs the step that completes the task (and evaluates)
+                "execution_step_cost": ((sandboxed["step_s"] - sandboxed["last_s"])
+                                        / (plain["step_s"] - plain["last_s"]) - 1.0),
+                "evaluating_step_extra_ms": 1000 * (sandboxed["last_s"] - plain["last_s"]) / len(tasks),
+                "sandboxed_reset_median_s": statistics.median(sandboxed["resets"]),
+                "plain_reset_median_s": statistics.median(plain["resets"]),
+                "steps": sandboxed["steps"],
+            })
+            print(f"sandbox round {r + 1}: " + ", ".join(f"{k}={v:.4g}" for k, v in results[-1].items()), flush=True)
+    finally:
+        for env in envs.values():
+            env.close()
+    summary = {
+        "rounds": results,
+        "median_step_cost": statistics.median(r["step_cost"] for r in results),
+        "median_per_task_cost": statistics.median(r["per_task_median_cost"] for r in results),
+        "median_execution_step_cost": statistics.median(r["execution_step_cost"] for r in results),
+        "median_evaluating_step_extra_ms": statistics.median(r["evaluating_step_extra_ms"] for r in results),
+        "median_sandboxed_reset_s": statistics.median(r["sandboxed_reset_median_s"] for r in results),
+        "median_plain_reset_s": statistics.median(r["plain_reset_median_s"] for r in results),
+        "target_step_cost": 0.10,
+    }
+    summary["meets_target"] = summary["median_per_task_cost"] < summary["target_step_cost"]
+    summary["execution_steps_meet_target"] = summary["median_execution_step_cost"] < summary["target_step_cost"]
+    return summary
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reward", default="none", help="'none' (env only) or 'default' (with TRCA)")
     parser.add_argument("--tasks", type=int, default=30, help="scenarios per round (one variant each)")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--sandbox-cost", action="store_true", help="sandboxed env vs the same env without it")
     args = parser.parse_args()
     tasks = one_variant_per_scenario(args.tasks)
-    env = gym.make("AppWorld-Rubric-v0", reward=args.reward, split="offline_all")
+    if args.sandbox_cost:
+        cost = sandbox_cost(tasks, args.rounds, args.reward)
+        print(json.dumps(cost, indent=1))
+        if args.json:
+            path = Path(args.json)
+            merged = json.loads(path.read_text()) if path.exists() else {}
+            merged["sandbox_cost"] = {"reward": args.reward, "tasks": len(tasks), **cost}
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(merged, indent=1))
+        return 0
+    env = gym.make("AppWorld-Rubric-v0", reward=args.reward, split="offline_all", sandbox=False)
     adapter = env.unwrapped.adapter
     rounds = []
     proc = None

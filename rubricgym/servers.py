@@ -102,11 +102,13 @@ class ServerProcess:
     holds the owner's PID, and temporary logs of owners that died (killed before ``stop``)
     are removed at ``start``.
     ``new_session`` puts the child in its own session (a terminal's Ctrl-C reaches only the
-    parent, which then stops it in order)."""
+    parent, which then stops it in order). ``pipes``: stdin and stdout are pipes to the owner
+    (a line protocol), stderr alone goes to the log."""
 
     def __init__(self, command: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
                  log_path: str | Path | None = None, log_prefix: str = "rubricgym-server-",
-                 death_signal: int = signal.SIGKILL, memory_cap_bytes: int | None = None, new_session: bool = False):
+                 death_signal: int = signal.SIGKILL, memory_cap_bytes: int | None = None, new_session: bool = False,
+                 pipes: bool = False):
         self.command = [str(c) for c in command]
         self.env = dict(env) if env is not None else None
         self.cwd = str(cwd) if cwd is not None else None
@@ -115,6 +117,7 @@ class ServerProcess:
         self.death_signal = death_signal
         self.memory_cap_bytes = memory_cap_bytes
         self.new_session = new_session
+        self.pipes = pipes  # stdin and stdout are pipes to the owner (stderr goes to the log)
         self.process: subprocess.Popen[bytes] | None = None
         self._temp_log: Path | None = None
 
@@ -144,8 +147,9 @@ class ServerProcess:
             log = open(self.log_path, "wb")  # noqa: SIM115 (the child holds it; closed right after Popen)
         with log:
             self.process = subprocess.Popen(
-                self.command, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=self.new_session,
+                self.command, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE if self.pipes else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if self.pipes else log, stderr=log if self.pipes else subprocess.STDOUT,
+                start_new_session=self.new_session,
                 preexec_fn=(_child_setup(self.death_signal, self.memory_cap_bytes)  # noqa: PLW1509
                             if sys.platform == "linux" else None),
             )
@@ -193,6 +197,9 @@ class ServerProcess:
             if self.process.poll() is None:
                 self.process.kill()
             self.process.wait()
+            for pipe in (self.process.stdin, self.process.stdout):
+                if pipe is not None:
+                    pipe.close()
             self.process = None
         self._close_log()
 

@@ -1,5 +1,6 @@
 """``AppWorldAdapter``: AppWorld tasks behind ``RubricEnv``, executed by AppWorld's own
-environment server (its own venv, its own process); agent code never runs in ours."""
+environment server (its own venv, its own process, inside an OS sandbox: ``sandbox.py``);
+agent code never runs in ours, and evaluation runs where agent code never runs."""
 
 from __future__ import annotations
 
@@ -18,15 +19,18 @@ from typing import Any
 from rubricgym import Adapter, EngineFailure, EngineReset, EngineStep, Outcome, ParsedAction, PolicyFailure
 from rubricgym.adapters.appworld.binder import bind_task
 from rubricgym.adapters.appworld.engine import AppWorldServer, EnvironmentClient, ServerCallError
+from rubricgym.adapters.appworld.evaluator import EvaluatorError, SandboxedEvaluator
 from rubricgym.adapters.appworld.facts import AppWorldBinding, AppWorldFacts
 from rubricgym.adapters.appworld.grammar import CODE_GRAMMAR, code_of
 from rubricgym.adapters.appworld.observe import ObservedEpisode
 from rubricgym.adapters.appworld.paths import OFFICIAL_SPLITS, official_data_root, offline_data_root
+from rubricgym.adapters.appworld.sandbox import check_sandbox
 from rubricgym.servers import sweep_stale
 
 log = logging.getLogger(__name__)
 BROKEN_SERVER_FACTS = {"execution_failed": True, "exception_type": "BrokenServer"}  # code_failed fires
 EXPERIMENT_PREFIX = "rubricgym_"  # AppWorld experiment folders: rubricgym_<pid>_<random>
+IDLE_CPU_S, IDLE_CPU_SHARE = 1.0, 0.2  # CPU a server may use between steps: 1 s + 20% of the wall time
 OFFLINE_SPLITS = {"default": "train", "offline_train": "train", "offline_dev": "dev", "offline_all": None}
 SPLITS = (*OFFLINE_SPLITS, *OFFICIAL_SPLITS)
 PROMPT = """Task: {instruction}
@@ -78,6 +82,7 @@ class AppWorldAdapter(Adapter):
         step_cpu_s: float = 10.0,
         cpu_grace_s: float = 2.0,
         memory_cap_gb: float = 4.0,
+        sandbox: bool = True,
     ):
         if split not in SPLITS:
             raise ValueError(f"AppWorld split must be one of {SPLITS}, got {split!r}")
@@ -100,12 +105,24 @@ class AppWorldAdapter(Adapter):
         self.cpu_grace_s = float(cpu_grace_s)
         self.memory_cap_bytes = int(memory_cap_gb * 1024**3) or None
         self._task_meta, self._task_ids = self._load_tasks()
+        self.sandboxed = bool(sandbox)
+        if self.sandboxed:
+            check_sandbox()  # refuse here, with the how-to, rather than at the first reset
+        else:
+            log.warning("AppWorld runs agent code WITHOUT the OS sandbox (sandbox=False): it has the server's "
+                        "rights, held only by AppWorld's Python-level guards")
+        self.experiment_name = f"{EXPERIMENT_PREFIX}{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        outputs_root = self.data_root / "experiments" / "outputs"
+        # outputs (logs, databases) of adapters whose process was killed before close()
+        sweep_stale(outputs_root, EXPERIMENT_PREFIX)
+        self.outputs = outputs_root / self.experiment_name
+        self.outputs.mkdir(parents=True, exist_ok=True)
         self.server = AppWorldServer(self.data_root, start_timeout_s=server_start_timeout_s,
                                      stop_grace_s=stop_grace_s, memory_cap_bytes=self.memory_cap_bytes,
-                                     cpu_s=self.step_cpu_s)
-        self.experiment_name = f"{EXPERIMENT_PREFIX}{os.getpid()}_{uuid.uuid4().hex[:8]}"
-        # outputs (logs, databases) of adapters whose process was killed before close()
-        sweep_stale(self.data_root / "experiments" / "outputs", EXPERIMENT_PREFIX)
+                                     cpu_s=self.step_cpu_s, outputs=self.outputs if self.sandboxed else None)
+        self.evaluator = (SandboxedEvaluator(self.data_root, start_timeout_s=server_start_timeout_s,
+                                             memory_cap_bytes=self.memory_cap_bytes) if self.sandboxed else None)
+        self._idle_since: tuple[float, float] | None = None  # (server CPU s, monotonic s) when the last step ended
         self._client: EnvironmentClient | None = None
         self._episode: _Episode | None = None
         self._world_open = False
@@ -149,7 +166,7 @@ class AppWorldAdapter(Adapter):
             self.server.restart()
             if self._client is not None:
                 self._client.close()
-            self._client = EnvironmentClient(self.server.url, self.call_timeout_s)
+            self._client = EnvironmentClient(self.server, self.call_timeout_s)
             self._world_open = False
         return self._client
 
@@ -195,7 +212,8 @@ class AppWorldAdapter(Adapter):
             try:
                 task = client.call("initialize", timeout_s=self.setup_timeout_s, task_id=task_id,
                                    experiment_name=self.experiment_name,
-                                   timeout_seconds=self.step_timeout_s, load_ground_truth=True)
+                                   timeout_seconds=self.step_timeout_s,
+                                   load_ground_truth=not self.sandboxed)  # the sandbox cannot see it
                 break
             except ServerCallError as exc:
                 last_error = exc
@@ -203,6 +221,7 @@ class AppWorldAdapter(Adapter):
         else:
             raise EngineFailure(f"AppWorld could not initialize task {task_id!r}: {last_error}")
         self._world_open = True
+        self._idle_since = None
         meta = self._task_meta.get(task_id, {})
         instruction = task["instruction"]
         self._episode = _Episode(task_id=task_id, instruction=instruction,
@@ -223,7 +242,9 @@ class AppWorldAdapter(Adapter):
         code = code_of(action.action or "")
         if not self.server.alive():  # down before the action ran: not the policy's doing
             raise self._broken(ServerCallError("the server was not running when the step began"))
-        watch = self.server.watch_cpu(self.step_cpu_s + self.cpu_grace_s) if self.step_cpu_s else nullcontext()
+        cpu_now = self._refuse_work_left_running()
+        watch = (self.server.watch_cpu(self.step_cpu_s + self.cpu_grace_s, start_cpu_s=cpu_now) if self.step_cpu_s
+                 else nullcontext())
         # the server was up with the world open before this call: whatever breaks it now (the
         # code aborted or replaced the process, hung it, spent its CPU budget, made AppWorld
         # raise) was caused by the action's content, so it counts against the policy
@@ -243,6 +264,7 @@ class AppWorldAdapter(Adapter):
             episode.evaluation = self._evaluate()
             reward = 1.0 if episode.evaluation.get("success") else 0.0
 
+        self._idle_since = (self.server.cpu_seconds() or 0.0, time.monotonic())  # after every call of the step
         observation = output
         if len(observation) > self.max_observation_chars:
             observation = (observation[: self.max_observation_chars]
@@ -259,8 +281,37 @@ class AppWorldAdapter(Adapter):
             error_text=seen.error_text,
         )
 
+    def _refuse_work_left_running(self) -> float | None:
+        """A server busy between steps runs work an earlier step's code left behind (a thread, a
+        process): the policy's doing, so the episode ends as its failure. Returns the server's
+        CPU seconds now (the step's watchdog starts from it)."""
+        cpu_now = self.server.cpu_seconds()
+        if self._idle_since is None or cpu_now is None:
+            return cpu_now
+        cpu_before, since = self._idle_since
+        used = cpu_now - cpu_before
+        idle_s = time.monotonic() - since
+        if used > IDLE_CPU_S + IDLE_CPU_SHARE * idle_s:
+            self.server.kill()
+            self._world_open = False
+            message = (f"the code left work running after its step: the server used {used:.1f} CPU s in "
+                       f"{idle_s:.1f} s between steps; server killed")
+            if self._episode is not None:
+                self._episode.failure = message
+            raise PolicyFailure(message, BROKEN_SERVER_FACTS)
+        return cpu_now
+
     def _evaluate(self) -> dict[str, Any]:
-        result = self._call("evaluate", suppress_errors=True)
+        if self.evaluator is not None:  # sandboxed: the end state leaves the sandbox, the evaluator reads it
+            assert self._episode is not None
+            self._call("save_end_state")
+            try:
+                result = self.evaluator.evaluate(self._episode.task_id, self.experiment_name, self.setup_timeout_s)
+            except EvaluatorError as exc:
+                self._episode.failure = str(exc)
+                raise EngineFailure(str(exc)) from exc
+        else:
+            result = self._call("evaluate", suppress_errors=True)
         passes, failures = result.get("passes", []), result.get("failures", [])
         num_tests = int(result.get("num_tests") or len(passes) + len(failures))
         return {
@@ -311,5 +362,7 @@ class AppWorldAdapter(Adapter):
             self._client.close()
             self._client = None
         self.server.stop()
-        shutil.rmtree(self.data_root / "experiments" / "outputs" / self.experiment_name, ignore_errors=True)
+        if self.evaluator is not None:
+            self.evaluator.close()
+        shutil.rmtree(self.outputs, ignore_errors=True)
 

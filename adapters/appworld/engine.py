@@ -7,6 +7,10 @@ SIGTERM then SIGKILL) is ``rubricgym.servers.ServerProcess``; here are AppWorld'
 the health probe, start retries on a taken port, a registry stopped at exit, a minimal
 child environment, and ``watch_cpu``, which kills a server whose agent code sits in C past
 its CPU budget (``cpu_s`` is enforced inside the server, where Python code runs).
+
+With ``outputs`` set, the server runs inside the sandbox of ``sandbox.py`` and is reached over
+a Unix socket; its CPU and memory are then those of every process in the sandbox (the code may
+start processes there), and ``pid`` is bubblewrap's, whose end ends them all.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import weakref
 from pathlib import Path
@@ -24,7 +30,8 @@ from typing import Any
 import httpx
 
 from rubricgym.adapters.appworld.paths import appworld_python
-from rubricgym.servers import HOST, ServerProcess, free_port
+from rubricgym.adapters.appworld.sandbox import check_sandbox, server_sandbox
+from rubricgym.servers import HOST, ServerProcess, free_port, sweep_stale
 
 log = logging.getLogger(__name__)
 SERVE_SCRIPT = Path(__file__).with_name("serve_app.py")
@@ -32,6 +39,8 @@ _LIVE: weakref.WeakSet[AppWorldServer] = weakref.WeakSet()
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 DEFAULT_MEMORY_CAP_BYTES = 4 * 1024**3
 START_ATTEMPTS = 3  # the free port can be taken between probe and bind
+SOCKET_PREFIX = "rubricgym-aw-"  # <tmp>/rubricgym-aw-<pid>-XXXX/s.sock: short (a socket path has 108 bytes)
+SANDBOX_BASE_URL = "http://appworld"  # the host part of requests over the Unix socket
 
 
 class ServerStartError(RuntimeError):
@@ -64,6 +73,53 @@ def process_rss_bytes(pid: int) -> int | None:
         return None
 
 
+def _proc_stats() -> dict[int, tuple[int, float]]:
+    """Every process's (parent PID, CPU seconds), from one read of each /proc/<pid>/stat."""
+    stats: dict[int, tuple[int, float]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:  # os.open/os.read: half the time of open() here, and this runs twice a step
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+            try:
+                fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
+            finally:
+                os.close(fd)
+        except (OSError, IndexError):
+            continue
+        stats[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS)
+    return stats
+
+
+def process_tree(root: int, stats: dict[int, tuple[int, float]] | None = None) -> list[int]:
+    """``root`` and every live process descending from it ([] once it is gone)."""
+    stats = _proc_stats() if stats is None else stats
+    if root not in stats:
+        return []
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tree
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    """CPU seconds of ``root`` and its live descendants (None once ``root`` is gone); one pass
+    over /proc (a process started in the sandbox is a descendant: bwrap's init adopts orphans)."""
+    stats = _proc_stats()
+    tree = process_tree(root, stats)
+    return sum(stats[pid][1] for pid in tree) if tree else None
+
+
+def tree_rss_bytes(root: int) -> int | None:
+    sizes = [process_rss_bytes(pid) for pid in process_tree(root)]
+    return sum(s for s in sizes if s is not None) if sizes else None
+
+
 class AppWorldServer:
     """One AppWorld environment server process on 127.0.0.1.
 
@@ -72,8 +128,11 @@ class AppWorldServer:
     """
 
     def __init__(self, data_root: str | Path, start_timeout_s: float = 120.0, stop_grace_s: float = 10.0,
-                 memory_cap_bytes: int | None = DEFAULT_MEMORY_CAP_BYTES, cpu_s: float = 0.0):
+                 memory_cap_bytes: int | None = DEFAULT_MEMORY_CAP_BYTES, cpu_s: float = 0.0,
+                 outputs: Path | None = None):
         self.data_root = Path(data_root)
+        self.outputs = outputs  # set: sandboxed, and the only folder the server may write
+        self.socket: Path | None = None
         self.memory_cap_bytes = memory_cap_bytes
         self.cpu_s = float(cpu_s)
         self.killed_for: str | None = None  # "cpu" when watch_cpu killed the process
@@ -86,10 +145,21 @@ class AppWorldServer:
         self._http: httpx.Client | None = None  # one client: building one costs an SSL context
 
     @property
+    def sandboxed(self) -> bool:
+        return self.outputs is not None
+
+    @property
     def url(self) -> str:
+        if self.sandboxed:
+            return SANDBOX_BASE_URL
         if self.port is None:
             raise RuntimeError("server not started")
         return f"http://{HOST}:{self.port}"
+
+    def http_client(self, timeout_s: float | None = None) -> httpx.Client:
+        """A client for this server: over the Unix socket when sandboxed, else loopback TCP."""
+        transport = httpx.HTTPTransport(uds=str(self.socket)) if self.sandboxed else None
+        return httpx.Client(base_url=self.url, timeout=timeout_s, transport=transport, trust_env=False)
 
     @property
     def process(self) -> subprocess.Popen[bytes] | None:
@@ -111,15 +181,31 @@ class AppWorldServer:
         if not self.alive():
             return False
         if self._http is None:
-            self._http = httpx.Client(trust_env=False)
+            self._http = self.http_client()
         try:
-            return self._http.get(self.url + "/", timeout=timeout_s).status_code == 200
+            return self._http.get("/", timeout=timeout_s).status_code == 200
         except httpx.HTTPError:
             return False
 
     def _command(self, python: Path) -> list[str]:
-        return [str(python), str(SERVE_SCRIPT), "--port", str(self.port), "--root", str(self.data_root),
-                "--cpu-s", str(self.cpu_s)]
+        if self.outputs is None:
+            return [str(python), str(SERVE_SCRIPT), "--port", str(self.port), "--root", str(self.data_root),
+                    "--cpu-s", str(self.cpu_s)]
+        assert self.socket is not None
+        sandbox = server_sandbox(check_sandbox(), python, SERVE_SCRIPT, self.data_root, self.outputs,
+                                 self.socket.parent)
+        return sandbox.command([str(python), str(SERVE_SCRIPT), "--uds", str(self.socket), "--root",
+                                str(self.data_root), "--cpu-s", str(self.cpu_s)])
+
+    def _new_socket(self) -> None:
+        self._remove_socket()
+        sweep_stale(tempfile.gettempdir(), SOCKET_PREFIX)
+        self.socket = Path(tempfile.mkdtemp(prefix=f"{SOCKET_PREFIX}{os.getpid()}-")) / "s.sock"
+
+    def _remove_socket(self) -> None:
+        if self.socket is not None:
+            shutil.rmtree(self.socket.parent, ignore_errors=True)
+            self.socket = None
 
     def _child_env(self) -> dict[str, str]:
         """A minimal environment: agent code runs in this process, so it inherits no credentials."""
@@ -137,7 +223,10 @@ class AppWorldServer:
                 return
             python = appworld_python()
             for attempt in range(START_ATTEMPTS):
-                self.port = free_port()
+                if self.sandboxed:
+                    self._new_socket()
+                else:
+                    self.port = free_port()
                 self.killed_for = None
                 self._server = ServerProcess(self._command(python), env=self._child_env(), cwd=self.data_root,
                                              log_prefix="appworld-server-", memory_cap_bytes=self.memory_cap_bytes,
@@ -178,20 +267,27 @@ class AppWorldServer:
         if self._http is not None:
             self._http.close()
             self._http = None
+        self._remove_socket()
         _LIVE.discard(self)
 
     def cpu_seconds(self) -> float | None:
+        """CPU seconds the server used (every process of its sandbox when sandboxed)."""
         pid = self.pid
-        return process_cpu_seconds(pid) if pid is not None else None
+        if pid is None:
+            return None
+        return tree_cpu_seconds(pid) if self.sandboxed else process_cpu_seconds(pid)
 
     def rss_bytes(self) -> int | None:
         pid = self.pid
-        return process_rss_bytes(pid) if pid is not None else None
+        if pid is None:
+            return None
+        return tree_rss_bytes(pid) if self.sandboxed else process_rss_bytes(pid)
 
-    def watch_cpu(self, limit_s: float, poll_s: float = 0.25) -> CpuWatch:
+    def watch_cpu(self, limit_s: float, poll_s: float = 0.25, start_cpu_s: float | None = None) -> CpuWatch:
         """A watchdog for one call: SIGKILL the server once it used ``limit_s`` more CPU seconds
-        (agent code in C ignores the in-server budget's signal)."""
-        return CpuWatch(self, limit_s, poll_s)
+        (agent code in C ignores the in-server budget's signal). ``start_cpu_s``: a reading of
+        ``cpu_seconds()`` taken just before (saves a second one)."""
+        return CpuWatch(self, limit_s, poll_s, start_cpu_s)
 
     def restart(self) -> None:
         self.kill()
@@ -207,14 +303,14 @@ class AppWorldServer:
 class CpuWatch:
     """Context manager around one server call; see ``AppWorldServer.watch_cpu``."""
 
-    def __init__(self, server: AppWorldServer, limit_s: float, poll_s: float):
-        self.server, self.limit_s, self.poll_s = server, limit_s, poll_s
+    def __init__(self, server: AppWorldServer, limit_s: float, poll_s: float, start_cpu_s: float | None = None):
+        self.server, self.limit_s, self.poll_s, self.start_cpu_s = server, limit_s, poll_s, start_cpu_s
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
     def _watch(self, pid: int, start: float) -> None:
         while not self._done.wait(self.poll_s):
-            used = process_cpu_seconds(pid)
+            used = self.server.cpu_seconds()
             if used is None:
                 return
             if used - start > self.limit_s:
@@ -227,7 +323,7 @@ class CpuWatch:
 
     def __enter__(self) -> CpuWatch:
         pid = self.server.pid
-        start = process_cpu_seconds(pid) if pid is not None else None
+        start = self.start_cpu_s if self.start_cpu_s is not None else self.server.cpu_seconds()
         if pid is not None and start is not None and self.limit_s > 0:
             self._thread = threading.Thread(target=self._watch, args=(pid, start), daemon=True)
             self._thread.start()
@@ -251,10 +347,10 @@ class EnvironmentClient:
     ``/evaluate``, ``/close``, with a bound on every call. Any transport problem (refused or
     dropped connection, timeout, non-200 answer) becomes ``ServerCallError``."""
 
-    def __init__(self, url: str, call_timeout_s: float):
-        self.url = url
+    def __init__(self, server: AppWorldServer, call_timeout_s: float):
+        self.url = server.url
         self.call_timeout_s = call_timeout_s
-        self._http = httpx.Client(base_url=url, timeout=call_timeout_s, trust_env=False)
+        self._http = server.http_client(call_timeout_s)
 
     def call(self, method: str, timeout_s: float | None = None, **payload: Any) -> Any:
         try:

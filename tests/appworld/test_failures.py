@@ -115,7 +115,7 @@ def test_escaping_code_stays_inside_appworld(env, tmp_path, monkeypatch):
     obs, facts = run("import os\nprint(os.getpid())")  # the PID check always runs: this step must execute
     assert not facts.execution_failed, obs
     server_pid = int(obs.strip().splitlines()[-1])
-    assert server_pid == adapter.server.pid and server_pid != os.getpid()  # agent code runs in AppWorld's process
+    assert server_pid < 10 and server_pid != os.getpid()  # agent code runs in the sandbox's own PID namespace
     obs, facts = run("import subprocess")
     assert facts.execution_failed and "not allowed" in obs
     obs, facts = run(f"print(open({str(answer_file)!r}).read())")

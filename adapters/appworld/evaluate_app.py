@@ -1,0 +1,112 @@
+"""AppWorld's evaluator as a long-lived process (executed by AppWorld's venv python, in its own
+sandbox that sees the ground truth and never runs agent code).
+
+    <appworld venv>/bin/python evaluate_app.py --root <data root>
+
+Reads one JSON request per line on stdin, ``{"task_id": ..., "experiment_name": ...}``, and
+answers one JSON line on stdout: AppWorld's test report (``TestTracker.to_dict``) evaluated
+from the end state the environment server saved under
+``experiments/outputs/<experiment>/tasks/<task>/dbs``, or ``{"error": "..."}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections import OrderedDict
+
+MAX_REQUEST_CHARS = 4096
+START_STATES_KEPT = 8
+
+
+class FileConnections:
+    """AppWorld caches one SQLite connection per file path (``lru_cache``): a connection to an
+    episode's end state would outlive the file, and the next episode saved at the same path
+    would be read through it, stale. This cache forgets the end states' connections after each
+    evaluation and keeps the tasks' start states' (reopening those costs ~60 ms an episode)."""
+
+    def __init__(self, outputs_root: str) -> None:
+        from appworld.apps import model_lib  # AppWorld's venv: this script runs there
+
+        self.outputs_root = os.path.realpath(outputs_root) + os.sep
+        self.connections: dict[str, object] = {}
+        self.open = model_lib.get_direct_sqlite3_connection
+        model_lib.get_direct_cached_sqlite3_connection = self.get
+
+    def get(self, path: str):
+        if path not in self.connections:
+            self.connections[path] = self.open(path)
+        return self.connections[path]
+
+    def forget_end_states(self) -> None:
+        for path in [p for p in self.connections if os.path.realpath(p).startswith(self.outputs_root)]:
+            self.connections.pop(path).close()
+
+
+class StartStates:
+    """The in-memory start states of the last ``kept`` tasks evaluated stay loaded (a group of
+    rollouts evaluates one task many times; loading costs ~20 ms); older ones are dropped."""
+
+    def __init__(self, kept: int = START_STATES_KEPT) -> None:
+        self.kept = kept
+        self.order: OrderedDict[str, None] = OrderedDict()
+
+    def used(self, task_id: str) -> None:
+        self.order[task_id] = None
+        self.order.move_to_end(task_id)
+        while len(self.order) > self.kept:
+            forget_memory_state("task_input", self.order.popitem(last=False)[0])
+
+
+def forget_memory_state(kind: str, task_id: str) -> None:
+    from appworld.apps.model_lib import CachedDBHandler, get_db_home_path  # AppWorld's venv
+
+    # keys are "<home>/<app>.db"; the trailing "/" keeps task "a_1" from matching "a_10"
+    CachedDBHandler.reset(get_db_home_path(storage_type="memory", type=kind, task_id=task_id) + "/")
+
+
+def evaluate(task_id: str, experiment_name: str, connections: FileConnections, starts: StartStates) -> dict:
+    from appworld.evaluator import evaluate_task  # AppWorld's venv: this script runs there
+
+    try:
+        tracker = evaluate_task(task_id=task_id, experiment_name=experiment_name, suppress_errors=True,
+                                save_report=False)
+        return tracker.to_dict(stats_only=False)
+    finally:  # the next episode of the same task must load its own end state, not this one:
+        forget_memory_state("task_output", task_id)  # the in-memory copy
+        connections.forget_end_states()  # and the connection to the file it was read from
+        starts.used(task_id)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--root", required=True)
+    args = parser.parse_args()
+    from appworld import update_root  # AppWorld's venv: this script runs there
+
+    update_root(args.root)
+    import appworld.evaluator  # noqa: F401  (imported before the first request: it takes seconds)
+    from appworld.common.path_store import path_store  # AppWorld's venv: this script runs there
+
+    connections, starts = FileConnections(path_store.experiment_outputs), StartStates()
+
+    out = sys.stdout
+    sys.stdout = sys.stderr  # AppWorld prints: keep the answer channel to JSON lines
+    print(json.dumps({"ready": True}), file=out, flush=True)
+    for line in sys.stdin:
+        try:
+            if len(line) > MAX_REQUEST_CHARS:
+                raise ValueError("request too long")
+            request = json.loads(line)
+            answer = {"output": evaluate(str(request["task_id"]), str(request["experiment_name"]), connections,
+                                         starts)}
+        except Exception as exc:  # one bad evaluation is an answer, never the end of the process
+            answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-2000:]}
+        print(json.dumps(answer, default=str), file=out, flush=True)
+
+
+if __name__ == "__main__":
+    main()

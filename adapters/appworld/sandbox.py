@@ -1,0 +1,139 @@
+"""The OS boundary around agent code: AppWorld's server runs inside bubblewrap (``bwrap``).
+
+Python-level guards cannot hold code that may call ``io.FileIO``, ``ctypes`` or
+``os.posix_spawn``; namespaces can. The server (AppWorld's apps and its code shell, where the
+agent's code runs) gets:
+
+* its own PID namespace: no other process is visible, every process it starts dies with it
+  (``--die-with-parent``; the namespace's init is killed with the server);
+* its own network namespace (only its own loopback): rubricgym talks to it over a Unix socket
+  in a directory bound into the sandbox, the one channel out;
+* an empty environment (a minimal ``PATH``/``HOME``/``LANG`` set back), no ``/etc`` beyond the
+  dynamic linker's cache, a private ``/tmp``;
+* read-only views of the system's ``/usr``, AppWorld's venv, its interpreter and the data root
+  with every task's ``ground_truth`` folder masked by an empty one; writes only to the
+  episode outputs folder of this env (``experiments/outputs/<experiment>``) and ``/tmp``.
+
+Evaluation needs the ground truth, so it runs in a second sandbox (``evaluator_command``)
+that sees the data root read-only, ground truth included, and no agent code: the server saves
+the world's end state into the outputs folder and the evaluator reads it from there.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BWRAP_ENV = "RUBRICGYM_BWRAP"  # the bwrap binary to use (default: bwrap on PATH)
+INSTALL_HINT = ("install bubblewrap (`make appworld-sandbox`, i.e. `apt-get install bubblewrap` on Debian) on a "
+                "machine that allows unprivileged user namespaces, or opt out explicitly with sandbox=False "
+                "(agent code then runs with the server's own rights: only AppWorld's Python-level guards hold it)")
+SANDBOX_PATH = "/usr/bin:/bin"
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create the namespaces on this machine."""
+
+
+def bwrap_binary() -> str:
+    """The bwrap to use: ``$RUBRICGYM_BWRAP`` or ``bwrap`` on PATH."""
+    configured = os.environ.get(BWRAP_ENV)
+    found = configured or shutil.which("bwrap")
+    if not found or not os.access(found, os.X_OK):
+        raise SandboxUnavailable(f"AppWorld's sandbox needs bubblewrap, and {configured or 'bwrap'} was not found: "
+                                 + INSTALL_HINT)
+    return found
+
+
+@functools.cache
+def _probe(bwrap: str) -> str | None:
+    """None when ``bwrap`` can set up every namespace the sandbox uses, else why not."""
+    try:
+        done = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+                               "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
+                               "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev",
+                               "--", "/usr/bin/true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if done.returncode != 0:
+        return done.stderr.decode(errors="replace").strip()[-500:] or f"exit code {done.returncode}"
+    return None
+
+
+def check_sandbox() -> str:
+    """The bwrap binary, once it proved it can build the sandbox here; else ``SandboxUnavailable``."""
+    bwrap = bwrap_binary()
+    problem = _probe(bwrap)
+    if problem is not None:
+        raise SandboxUnavailable(f"bubblewrap ({bwrap}) cannot create the sandbox's namespaces here ({problem}): "
+                                 + INSTALL_HINT)
+    return bwrap
+
+
+def interpreter_roots(python: Path) -> list[Path]:
+    """What the venv's python needs to run: the venv itself and the interpreter it links to."""
+    venv = python.parent.parent
+    roots = [venv]
+    target = python.resolve()
+    base = target.parent.parent  # <prefix>/bin/python3 -> <prefix>
+    if not target.is_relative_to(venv) and not base.is_relative_to(Path("/usr")):
+        roots.append(base)
+    return roots
+
+
+@dataclass
+class Sandbox:
+    """One bwrap invocation: what is visible read-only, masked, writable, and the environment."""
+
+    bwrap: str
+    read_only: list[Path] = field(default_factory=list)
+    masked: list[Path] = field(default_factory=list)  # directories shown empty
+    writable: list[Path] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+                "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+                "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        if Path("/etc/ld.so.cache").exists():
+            args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        for path in self.read_only:
+            args += ["--ro-bind", str(path), str(path)]
+        for path in self.masked:
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        for path in self.writable:
+            args += ["--bind", str(path), str(path)]
+        args += ["--remount-ro", "/"]  # the skeleton bwrap built (mount points' parents) is read-only too
+        for name, value in {"PATH": SANDBOX_PATH, "HOME": "/tmp", "LANG": "C.UTF-8", **self.env}.items():
+            args += ["--setenv", name, value]
+        if self.cwd is not None:
+            args += ["--chdir", str(self.cwd)]
+        return [*args, "--", *argv]
+
+
+def ground_truth_folders(data_root: Path) -> list[Path]:
+    """Every task's ``ground_truth`` folder under the data root (what agent code must not read)."""
+    tasks = data_root / "data" / "tasks"
+    return sorted(p for p in tasks.glob("*/ground_truth") if p.is_dir()) if tasks.is_dir() else []
+
+
+def server_sandbox(bwrap: str, python: Path, script: Path, data_root: Path, outputs: Path,
+                   socket_dir: Path) -> Sandbox:
+    """The server's sandbox: data root without ground truth; writes to ``outputs`` only."""
+    return Sandbox(bwrap=bwrap, read_only=[*interpreter_roots(python), script, data_root],
+                   masked=ground_truth_folders(data_root), writable=[outputs, socket_dir],
+                   env={"APPWORLD_ROOT": str(data_root), "PYTHONUNBUFFERED": "1"}, cwd=data_root)
+
+
+def evaluator_sandbox(bwrap: str, python: Path, script: Path, data_root: Path) -> Sandbox:
+    """The evaluator's sandbox: the whole data root read-only (ground truth and the episode's
+    saved end state), nothing writable but its private ``/tmp``, no network."""
+    return Sandbox(bwrap=bwrap, read_only=[*interpreter_roots(python), script, data_root],
+                   env={"APPWORLD_ROOT": str(data_root), "PYTHONUNBUFFERED": "1"}, cwd=data_root)
