@@ -67,7 +67,8 @@ class RubricGRPOTrainer(GRPOTrainer):
     ``rubricgym.credit.token_advantages`` exactly as rubricgym's trainer places them. Everything
     else (sampling, the clipped token-level loss, KL, logging) stays TRL's. It also hands the
     prompt rows to a ``rubricgym_rollout_func``; ``reward_funcs`` defaults to ``episode_return``.
-    After each generation ``last_episodes`` and ``last_advantages`` hold what was trained on."""
+    After each generation ``last_episodes``, ``last_advantages`` and ``last_env_mask`` hold what was
+    trained on."""
 
     def __init__(self, *args: Any, estimator: str = "trca", gamma: float | None = None, lam: float | None = None,
                  eps: float = 1e-6, **kwargs: Any):
@@ -80,6 +81,7 @@ class RubricGRPOTrainer(GRPOTrainer):
         self.rubricgym_rows: list[dict[str, Any]] | None = None
         self.last_episodes: list[Episode] = []
         self.last_advantages: torch.Tensor | None = None
+        self.last_env_mask: torch.Tensor | None = None
         super().__init__(*args, **kwargs)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -99,5 +101,5 @@ class RubricGRPOTrainer(GRPOTrainer):
                                           gamma=self.gamma, lam=self.lam, eps=self.eps)
         advantages = torch.as_tensor(values, dtype=torch.float32, device=out["completion_ids"].device)
         out["advantages"] = advantages
-        self.last_advantages = advantages
+        self.last_advantages, self.last_env_mask = advantages, out.get("tool_mask")
         return out
