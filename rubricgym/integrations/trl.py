@@ -63,19 +63,20 @@ def episode_return(completions: list[Any], rubricgym_episode: list[dict[str, Any
 
 class RubricGRPOTrainer(GRPOTrainer):
     """TRL's ``GRPOTrainer`` whose advantages are rubricgym's: a ``(B, T)`` tensor from the
-    estimator registry (``grpo``, ``trca``, ``trca_no_rf``, ``trca_no_rb``), placed on tokens by
+    estimator registry (``grpo``, ``trca``, ``trca_no_rf``, ``trca_no_rb``; None keeps TRL's own
+    one advantage per completion), placed on tokens by
     ``rubricgym.credit.token_advantages`` exactly as rubricgym's trainer places them. Everything
     else (sampling, the clipped token-level loss, KL, logging) stays TRL's. It also hands the
     prompt rows to a ``rubricgym_rollout_func``; ``reward_funcs`` defaults to ``episode_return``.
     After each generation ``last_episodes``, ``last_advantages`` and ``last_env_mask`` hold what was
     trained on."""
 
-    def __init__(self, *args: Any, estimator: str = "trca", gamma: float | None = None, lam: float | None = None,
-                 eps: float = 1e-6, **kwargs: Any):
-        self.estimator = get_estimator(estimator).name
-        if get_estimator(estimator).signal == "judge":
+    def __init__(self, *args: Any, estimator: str | None = "trca", gamma: float | None = None,
+                 lam: float | None = None, eps: float = 1e-6, **kwargs: Any):
+        if estimator is not None and get_estimator(estimator).signal == "judge":
             raise ValueError(f"estimator {estimator!r} needs a DRACO judge, not wired into the TRL integration "
                              "yet: use 'grpo' or 'trca*', or rubricgym's own trainer")
+        self.estimator = estimator
         self.gamma, self.lam, self.eps = gamma, lam, eps
         kwargs.setdefault("reward_funcs", [episode_return])
         self.rubricgym_rows: list[dict[str, Any]] | None = None
@@ -94,8 +95,11 @@ class RubricGRPOTrainer(GRPOTrainer):
             raise TypeError("RubricGRPOTrainer needs rollout_func=rubricgym_rollout_func(env_id): its rows carry "
                             "no rubricgym episodes")
         self.last_episodes = [Episode.from_dict(row[EPISODE_FIELD]) for row in inputs]
+        if self.estimator is None:  # TRL's own completion-level advantage
+            self.last_advantages, self.last_env_mask = out["advantages"], out.get("tool_mask")
+            return out
         mode = "train" if self.model.training else "eval"
-        group = self.num_generations if mode == "train" else self.num_generations_eval
+        group = self.num_generations if mode == "train" else (self.num_generations_eval or self.num_generations)
         length = out["completion_ids"].size(1)
         values, _ = completion_advantages(self.estimator, self.last_episodes, group, length,
                                           gamma=self.gamma, lam=self.lam, eps=self.eps)
