@@ -90,11 +90,11 @@ class TauBenchAdapter(Adapter):
                 raise RuntimeError(f"the conversation ended before the agent's first turn ({self._orch.termination_reason})")
         except Exception as exc:
             raise EngineFailure(f"tau2 could not start {task_id}: {type(exc).__name__}: {str(exc)[:300]}") from exc
-        schemas = [t.openai_schema for t in tau.agent_tools(self._orch)]
+        schemas = self.domain.tool_schemas(env)
         user_texts = tau.replies(opening).user_texts
         facts = self._observed.start(
             parameters={s["function"]["name"]: s["function"]["parameters"] for s in schemas},
-            tool_types=tau.tool_types(env), user_tools=(t.name for t in tau.user_tools(env) or []),
+            tool_types=tau.tool_types(env), user_tools=(t.name for t in self.domain.tools(env, "user") or []),
             fingerprint=tau.db_fingerprint(env), user_texts=user_texts)
         self._binding = bind_task(task.user_scenario.model_dump(mode="json"))
         conversation = self._render(opening)
@@ -191,7 +191,7 @@ class TauBenchAdapter(Adapter):
 
     # -- internals ----------------------------------------------------------------------
     def _user(self, task: Any, env: Any) -> Any:
-        tools = tau.user_tools(env)
+        tools = self.domain.tools(env, "user")
         if self.user_kind == "llm":
             assert self.llm_settings is not None
             return LLMUser(task, tools, self.llm_settings)

@@ -18,6 +18,7 @@ import os
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # litellm must not fetch its price map on import
 
+import copy
 import functools
 import gc
 import hashlib
@@ -87,7 +88,7 @@ _LOCK = threading.Lock()
 _CACHE: dict[str, Domain] = {}
 
 __all__ = [
-    "AssistantMessage", "agent_tools", "gc_paused", "Domain", "DriverAgent", "Environment", "Message", "MultiToolMessage", "Orchestrator",
+    "AssistantMessage", "gc_paused", "Domain", "DriverAgent", "Environment", "Message", "MultiToolMessage", "Orchestrator",
     "RewardInfo", "Role", "Task", "TerminationReason", "Tool", "ToolCall", "ToolMessage", "UserMessage", "db_fingerprint",
     "domain", "evaluate", "finished_run", "replies", "tool_types",
 ]
@@ -104,9 +105,31 @@ class Domain:
     tasks: dict[str, Task]
     order: list[str]
     constructor: Any = field(repr=False)
+    _tools: dict[str, list[Tool] | None] = field(default_factory=dict, repr=False)
+    _schemas: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     def environment(self) -> Environment:
         return self.constructor(solo_mode=False)
+
+    def tools(self, env: Environment, side: str = "agent") -> list[Tool] | None:
+        """The ``agent`` or ``user`` side's tools, built once per domain: tau2 builds a pydantic
+        model per tool at every ``get_tools()`` (13% of a retail gold replay). They serve as
+        schemas and names only; calls always go through ``env.get_response`` of the episode's
+        own environment, never through these objects (bound to the first environment)."""
+        with _LOCK:
+            if side not in self._tools:
+                self._tools[side] = env.get_tools() if side == "agent" else user_tools(env)
+            found = self._tools[side]
+        return list(found) if found is not None else None
+
+    def tool_schemas(self, env: Environment) -> list[dict[str, Any]]:
+        """The agent tools' OpenAI function schemas, built once per domain (pydantic builds a
+        JSON schema per tool on each ``openai_schema``); callers get their own copies."""
+        if self._schemas is None:
+            schemas = [t.openai_schema for t in self.tools(env) or []]
+            with _LOCK:
+                self._schemas = schemas
+        return copy.deepcopy(self._schemas)
 
 
 def domain(name: str) -> Domain:
@@ -248,15 +271,9 @@ def evaluate(orch: Orchestrator) -> RewardInfo:
 
 def new_orchestrator(dom: Domain, task: Task, user: BaseUser, env: Environment, seed: int | None,
                      max_errors: int) -> Orchestrator:
-    agent = DriverAgent(tools=env.get_tools(), domain_policy=env.get_policy())
+    agent = DriverAgent(tools=dom.tools(env) or [], domain_policy=env.get_policy())
     return Orchestrator(domain=dom.registry_name, agent=agent, user=user, environment=env, task=task,
                         max_steps=10**9, max_errors=max_errors, seed=seed, solo_mode=False)
-
-
-def agent_tools(orch: Orchestrator) -> list[Tool]:
-    """The agent's tools as the orchestrator was given them (building them again from the
-    environment costs a pydantic model per tool at every reset)."""
-    return list(orch.agent.tools)
 
 
 def user_tools(env: Environment) -> list[Tool] | None:
