@@ -1,5 +1,6 @@
 """rubricgym inside TRL (``pip install 'rubricgym[trl]'``): multi-turn rubricgym episodes as
-TRL completions, and rubricgym's per-step advantages in TRL's ``GRPOTrainer``.
+TRL completions, rubricgym's per-step advantages in TRL's ``GRPOTrainer``, and rubricgym envs as
+tools for TRL's ``environment_factory`` (``rubricgym_environment``).
 
 >>> trainer = RubricGRPOTrainer(model=model, args=GRPOConfig(...), processing_class=tokenizer,
 ...                             train_dataset=rubricgym_dataset("ALFWorld-Rubric-v0", seeds=range(8)),
@@ -26,11 +27,12 @@ import torch
 from rubricgym.credit import get_estimator
 from rubricgym.integrations.episodes import Episode, completion_advantages
 from rubricgym.integrations.trl_rollout import EPISODE_FIELD, MissingSeed, RubricRollout
+from rubricgym.integrations.trl_tools import rubricgym_environment
 from rubricgym.prompts import PromptSettings
 from rubricgym.registration import check_env_id, task_ids
 
 __all__ = ["MissingSeed", "RubricGRPOTrainer", "RubricRollout", "episode_return", "rubricgym_dataset",
-           "rubricgym_rollout_func"]
+           "rubricgym_environment", "rubricgym_rollout_func"]
 
 TRL_VERSION = trl.__version__
 

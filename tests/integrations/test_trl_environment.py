@@ -1,0 +1,70 @@
+"""TRL's ``environment_factory`` route: a rubricgym env as TRL tools (one ``act`` tool for a
+text env). The tiny model's first tool call is steered (TRL's tests script it too); TRL's
+tool loop, the trainer and the env are real."""
+
+from __future__ import annotations
+
+import pytest
+from integrations.scripted import reply_bias
+from integrations.trl_setup import ENV_ID, need_trl_stack
+
+CALL = '<tool_call>\n{"name": "act", "arguments": {"command": "look"}}\n</tool_call>'
+
+
+def test_act_steps_the_env_and_keeps_the_records():
+    need_trl_stack()
+    from rubricgym.integrations.trl_rollout import MissingSeed
+    from rubricgym.integrations.trl_tools import ENDED, rubricgym_environment
+
+    env = rubricgym_environment(ENV_ID, max_steps=2)()
+    with pytest.raises(MissingSeed, match="rubricgym_dataset"):
+        env.reset(prompt="x")
+    first = env.reset(seed=0, task_id=None)
+    assert "Your task is to" in first and "admissible actions" in first
+    env.act("look")
+    assert env.act("inventory").endswith(ENDED) and env.act("look") == ENDED
+    assert [r["command"] for r in env.step_records] == ["look", "inventory"]
+    assert env.get_reward() == pytest.approx(sum(r["rubric"]["trca"]["reward"] for r in env.step_records))
+    env._close()
+
+
+@pytest.mark.slow
+def test_trl_s_reward_column_equals_an_in_process_replay(tmp_path):
+    need_trl_stack()
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import add_response_schema, qwen3_chat_template
+
+    from rubricgym.integrations.trl_tools import rubricgym_environment
+    from rubricgym.models import load_causal_lm
+
+    model, tokenizer = load_causal_lm("tiny", device="cpu", seed=0)
+    tokenizer.chat_template = qwen3_chat_template  # a template TRL knows as tool-capable
+    tokenizer = add_response_schema(tokenizer)
+    config = GRPOConfig(
+        output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=1,
+        max_completion_length=256, learning_rate=1e-2, use_cpu=True, bf16=False, report_to="none",
+        save_strategy="no", logging_steps=1, seed=0, gradient_checkpointing=False, max_tool_calling_iterations=2,
+        generation_kwargs=reply_bias(tokenizer, [CALL]),
+    )
+    rows = Dataset.from_list([{"prompt": [{"role": "user", "content": "Play with the act tool.\n\n"}],
+                               "seed": 0, "task_id": None}] * 2)
+    environment = rubricgym_environment(ENV_ID, max_steps=3)
+    trainer = GRPOTrainer(model=model, reward_funcs=[], args=config, processing_class=tokenizer, train_dataset=rows,
+                          environment_factory=environment,
+                          peft_config=LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, task_type="CAUSAL_LM",
+                                                 target_modules=["q_proj", "v_proj"]))
+    trainer.train()
+    column = list(trainer._logs["rewards"]["RubricgymEnvironment"])
+    assert len(column) == 2
+    for played, reward in zip(trainer.environments, column, strict=True):
+        commands = [r["command"] for r in played.step_records]
+        assert commands and set(commands) == {"look"}
+        assert all(r["rubric"]["trca"]["r_TRCA"] is not None for r in played.step_records)
+        replay = environment()
+        replay.reset(seed=0, task_id=None)
+        for record in played.step_records:
+            replay.act(record["command"])
+        assert reward == pytest.approx(replay.get_reward()) and reward != 0.0
+        replay._close()
