@@ -2,10 +2,11 @@
 
 An ``Episode`` is what the rollout leaves per prompt row: where each step's response, reasoning
 and action sit in the one completion, the step's reward records, the outcome and the group key.
-It duck-types the own trainer's ``Rollout`` (``steps`` with ``info``/``env_reward``/
-``context_key``, ``env_return``, ``task_id``), so the per-step values come from the own
-trainer's code (``rubricgym.trainers.advantages``) and are placed by the one public rule,
-``rubricgym.credit.token_advantages``: nothing here computes credit itself.
+Its steps carry what ``rubricgym.records`` reads (``info``, ``env_reward``, ``context_key``), so
+the per-step values come from the public estimator dispatch
+(``rubricgym.credit.group_step_advantages``: the formulas rubricgym's trainer calls) and are
+placed by the one public rule, ``rubricgym.credit.token_advantages``: nothing here computes
+credit itself.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from typing import Any
 import numpy as np
 
 from rubricgym.contract import Span
-from rubricgym.credit import StepTokens, get_estimator, token_advantages
+from rubricgym.credit import (
+    DEFAULT_EPS,
+    RolloutSignals,
+    StepTokens,
+    get_estimator,
+    group_step_advantages,
+    token_advantages,
+)
+from rubricgym.records import MissingRecord, rollout_signals, trca_gamma
 
 __all__ = ["Episode", "EpisodeStep", "completion_advantages", "group_episodes"]
 
@@ -87,14 +96,27 @@ def group_episodes(episodes: Sequence[Episode], group_size: int) -> list[list[Ep
     return groups
 
 
-def completion_advantages(estimator: str, episodes: Sequence[Episode], group_size: int, length: int, *,
-                          gamma: float | None = None, lam: float | None = None, eps: float = 1e-6,
-                          judge: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(advantages, mask)``, each ``[len(episodes), length]``: the estimator's per-step values
-    (computed by the own trainer's group functions) placed on every step's tokens of each
-    completion by ``token_advantages``."""
-    from rubricgym.trainers.advantages import grpo_group, trca_group
+def _signals(episode: Episode, signal: str) -> RolloutSignals:
+    """What the estimator reads from one episode: its steps' TRCA records (``trca*``), else
+    only the engine's rewards."""
+    if signal == "trca":
+        try:
+            return rollout_signals(episode.steps, f"task {episode.task_id}:", outcome=episode.env_return)
+        except MissingRecord as exc:
+            raise ValueError(f"{exc}; the 'trca' estimators need the env's TRCA reward wrapper "
+                             "(rubricgym_rollout_func(env_id, reward='default') with an operator library)") from exc
+    n = len(episode.steps)
+    return RolloutSignals(r_f=[0.0] * n, r_b=[0.0] * n, env_rewards=[s.env_reward for s in episode.steps],
+                          context_keys=[s.context_key for s in episode.steps], outcome=episode.env_return)
 
+
+def completion_advantages(estimator: str, episodes: Sequence[Episode], group_size: int, length: int, *,
+                          gamma: float | None = None, lam: float | None = None,
+                          eps: float = DEFAULT_EPS) -> tuple[np.ndarray, np.ndarray]:
+    """``(advantages, mask)``, each ``[len(episodes), length]``: per group, the estimator's
+    per-step values (``group_step_advantages``, with the trainer's gamma rule: the operator
+    library's unless ``gamma`` is given) placed on every step's tokens of each completion by
+    ``token_advantages``."""
     est = get_estimator(estimator)
     if est.signal == "judge":
         raise ValueError(f"estimator {estimator!r} needs a DRACO judge, which the TRL integration does not "
@@ -103,10 +125,10 @@ def completion_advantages(estimator: str, episodes: Sequence[Episode], group_siz
     mask = np.zeros((len(episodes), length), dtype=bool)
     row = 0
     for group in group_episodes(episodes, group_size):
-        if est.signal == "outcome":
-            per_step = grpo_group(group, eps)  # type: ignore[arg-type]
-        else:
-            per_step = trca_group(group, est.lam if est.lam is not None else lam, gamma, eps)  # type: ignore[arg-type]
+        signals = [_signals(e, est.signal) for e in group]
+        library_gamma = trca_gamma(s for e in group for s in e.steps)
+        per_step = group_step_advantages(est.name, signals, lam=lam, eps=eps,
+                                         gamma=gamma if gamma is not None else library_gamma)
         for episode, values in zip(group, per_step, strict=True):
             advantages[row], mask[row] = token_advantages(est, [float(v) for v in values],
                                                           [s.tokens for s in episode.steps], length)

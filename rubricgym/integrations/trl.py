@@ -12,6 +12,7 @@ docs/integrations.md says how TRL's loss then differs from rubricgym's trainer.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -85,6 +86,7 @@ class RubricGRPOTrainer(GRPOTrainer):
         self.last_episodes: list[Episode] = []
         self.last_advantages: torch.Tensor | None = None
         self.last_env_mask: torch.Tensor | None = None
+        self.credit_seconds = 0.0  # time spent reading episodes and computing/placing advantages
         super().__init__(*args, **kwargs)
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -96,6 +98,7 @@ class RubricGRPOTrainer(GRPOTrainer):
         if any(EPISODE_FIELD not in row for row in inputs):
             raise TypeError("RubricGRPOTrainer needs rollout_func=rubricgym_rollout_func(env_id): its rows carry "
                             "no rubricgym episodes")
+        started = time.perf_counter()
         self.last_episodes = [Episode.from_dict(row[EPISODE_FIELD]) for row in inputs]
         if self.estimator is None:  # TRL's own completion-level advantage
             self.last_advantages, self.last_env_mask = out["advantages"], out.get("tool_mask")
@@ -108,4 +111,5 @@ class RubricGRPOTrainer(GRPOTrainer):
         advantages = torch.as_tensor(values, dtype=torch.float32, device=out["completion_ids"].device)
         out["advantages"] = advantages
         self.last_advantages, self.last_env_mask = advantages, out.get("tool_mask")
+        self.credit_seconds += time.perf_counter() - started
         return out

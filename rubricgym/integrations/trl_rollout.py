@@ -11,6 +11,7 @@ plus the next observation (``env_mask`` 0). No TRL import here: the trainer is d
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,9 @@ class _Live:
 class RubricRollout:
     """A TRL ``rollout_func(prompts, trainer) -> dict`` over ``env_id``; the rows (with their
     ``seed``) come from the trainer (``RubricGRPOTrainer`` hands them over). Its envs are reused
-    across calls; ``close()`` closes them."""
+    across calls; ``close()`` closes them. ``seconds`` adds up where its time went: ``generation``
+    (the model), ``environment`` (reset and step) and ``bookkeeping`` (prompts, token spans, the
+    observation turns: rubricgym's own cost)."""
 
     def __init__(self, env_id: str, *, prompt: PromptSettings | None = None, max_new_tokens: int = 256,
                  min_turn_tokens: int = 8, **make_kwargs: Any):
@@ -55,6 +58,7 @@ class RubricRollout:
         self.min_turn_tokens = min_turn_tokens
         self.make_kwargs = make_kwargs
         self.envs: list[gym.Env[Any, Any]] = []
+        self.seconds = {"generation": 0.0, "environment": 0.0, "bookkeeping": 0.0}
 
     def env(self, k: int) -> gym.Env[Any, Any]:
         while len(self.envs) <= k:
@@ -76,8 +80,10 @@ class RubricRollout:
         budget = int(trainer.max_completion_length)
         while any(not x.done for x in live):
             active = [x for x in live if not x.done]
+            started = time.perf_counter()
             responses = self._generate(trainer, [x.prompt_ids + x.completion for x in active],
                                        min(self.max_new_tokens, budget))
+            self.seconds["generation"] += time.perf_counter() - started
             for x, ids in zip(active, responses, strict=True):
                 self._step(x, ids[: budget - len(x.completion)], tokenizer, budget)
         return {
@@ -94,12 +100,17 @@ class RubricRollout:
                               "one initial state; build rows with rubricgym_dataset(env_id, seeds=...) or add a "
                               "'seed' column")
         seed, task_id = int(row["seed"]), row.get("task_id")
+        started = time.perf_counter()
         env = self.env(k)
         obs, info = env.reset(seed=seed, options={"task_id": task_id} if task_id else None)
+        reset = time.perf_counter()
+        self.seconds["environment"] += reset - started
         task = str(task_id or info.get("task_id", ""))
         view = EpisodeView.start(env, obs, info)
         episode = Episode(task_id=task, seed=seed, group_key=f"{task}|seed={seed}")
-        return _Live(env, view, render_prompt(tokenizer, view, self.prompt), episode)
+        live = _Live(env, view, render_prompt(tokenizer, view, self.prompt), episode)
+        self.seconds["bookkeeping"] += time.perf_counter() - reset
+        return live
 
     @staticmethod
     def _generate(trainer: Any, sequences: Sequence[list[int]], max_new_tokens: int) -> list[list[int]]:
@@ -133,8 +144,18 @@ class RubricRollout:
     def _step(self, x: _Live, response_ids: list[int], tokenizer: Any, budget: int) -> None:
         """Step the env with one response; append it (mask 1) and, if the episode goes on, the
         next observation turn (mask 0), or end it as truncated when the budget is spent."""
+        started = time.perf_counter()
         text = decode_response(tokenizer, response_ids)
+        stepped = time.perf_counter()
         obs, reward, terminated, truncated, info = x.env.step(text)
+        recorded = time.perf_counter()
+        self._record(x, response_ids, text, obs, float(reward), bool(terminated), bool(truncated), info,
+                     tokenizer, budget)
+        self.seconds["environment"] += recorded - stepped
+        self.seconds["bookkeeping"] += (stepped - started) + (time.perf_counter() - recorded)
+
+    def _record(self, x: _Live, response_ids: list[int], text: str, obs: str, reward: float, terminated: bool,
+                truncated: bool, info: dict[str, Any], tokenizer: Any, budget: int) -> None:
         transition = info.get("transition")
         parsed = transition.action if transition is not None else None
         reasoning, action = response_token_spans(tokenizer, response_ids, text,
