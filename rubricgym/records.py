@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rubricgym.credit.trca import RolloutSignals
 
-__all__ = [
+__all__ = ["anchor_observations", 
     "ComponentRecord", "JudgeRecord", "MissingRecord", "StepRecords", "TRCARecord", "has_records", "read_component",
     "rollout_signals", "step_records", "trca_gamma",
 ]
@@ -191,6 +191,13 @@ def rollout_signals(steps: Sequence[Any], label: str = "rollout", outcome: float
         env_rewards=[float(s.env_reward) for s in steps], context_keys=[s.context_key for s in steps],
         r_trca=[r.r_TRCA for r in records], outcome=outcome,
     )
+
+
+def anchor_observations(trajectory: Any) -> list[str]:
+    """The observation text each step acted on (GiGPO's anchor state): the initial observation
+    for step 0, then each step's predecessor's observation (shape ``[T]``)."""
+    transitions = trajectory.transitions
+    return [trajectory.initial_observation, *(t.observation for t in transitions[:-1])][:len(transitions)]
 
 
 def trca_gamma(steps: Iterable[Any]) -> float | None:

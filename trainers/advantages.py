@@ -5,7 +5,8 @@ tokens, which parameters); the formulas live in ``rubricgym.credit`` (GRPO, TRCA
 ``rubricgym.judges`` / ``rubricgym.credit.draco`` (DRACO). This module only feeds each group's
 signals to them and places the per-step values on tokens:
 
-* ``grpo``: the group-standardized outcome on every response token.
+* ``grpo``: the group-standardized outcome on every response token; ``rloo`` and ``gigpo*``
+  (the papers' baselines) the same way, from the engine's rewards only.
 * ``trca`` (and the ablations ``trca_no_rf``, ``trca_no_rb``): ``A_E + A_S`` on the tokens of
   the step's ``<action>`` span only; reasoning, prompt, observation and padding are masked.
   A response with no parsed action has no action tokens, so it carries no gradient.
@@ -23,11 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from rubricgym.credit.estimators import ESTIMATORS, get_estimator
-from rubricgym.credit.grpo import grpo_step_advantages
+from rubricgym.credit.estimators import ESTIMATORS, Estimator, get_estimator, outcome_step_advantages
 from rubricgym.credit.placement import StepTokens, token_advantages
 from rubricgym.credit.trca import DEFAULT_GAMMA, RolloutSignals, trca_group_step_advantages
-from rubricgym.records import MissingRecord, rollout_signals, trca_gamma
+from rubricgym.records import MissingRecord, anchor_observations, rollout_signals, trca_gamma
 from rubricgym.trainers.rollout import Rollout
 
 ESTIMATOR_NAMES = tuple(ESTIMATORS)
@@ -38,8 +38,16 @@ class MissingRewardSignal(RuntimeError):
     """The estimator needs a signal the env did not provide (e.g. no TRCA reward wrapper)."""
 
 
-def grpo_group(group: Sequence[Rollout], eps: float) -> list[np.ndarray]:
-    return grpo_step_advantages([r.env_return for r in group], [len(r.steps) for r in group], eps)
+def outcome_group(group: Sequence[Rollout], est: Estimator, gamma: float | None, eps: float) -> list[np.ndarray]:
+    """``grpo``, ``rloo``, ``gigpo*``: the engine's rewards only (GiGPO's anchors are the
+    observations each step acted on, read from the rollout's trajectory)."""
+    anchors = None
+    if all(r.trajectory is not None and len(r.trajectory.transitions) == len(r.steps) for r in group):
+        anchors = [anchor_observations(r.trajectory) for r in group]
+    return outcome_step_advantages(est, [[s.env_reward for s in r.steps] for r in group],
+                                   [r.env_return for r in group], anchors=anchors,
+                                   context_keys=[[s.context_key for s in r.steps] for r in group],
+                                   gamma=DEFAULT_GAMMA if gamma is None else gamma, eps=eps)
 
 
 def trca_signals(rollout: Rollout) -> RolloutSignals:
@@ -94,7 +102,7 @@ def assign_advantages(groups: Sequence[Sequence[Rollout]], estimator: str, *, ga
     est = get_estimator(estimator)
     for group in groups:
         if est.signal == "outcome":
-            per_step = grpo_group(group, eps)
+            per_step = outcome_group(group, est, gamma, eps)
         elif est.signal == "trca":
             per_step = trca_group(group, est.lam if est.lam is not None else lam, gamma, eps)
         else:

@@ -15,14 +15,18 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rubricgym.credit.baselines import Norm, gigpo_step_advantages, rloo_step_advantages
 from rubricgym.credit.grpo import DEFAULT_EPS, grpo_step_advantages
 from rubricgym.credit.trca import DEFAULT_GAMMA, RolloutSignals, outcome_of, trca_group_step_advantages
-from rubricgym.records import rollout_signals, trca_gamma
+from rubricgym.records import anchor_observations, rollout_signals, trca_gamma
 
-__all__ = ["ESTIMATORS", "Estimator", "Placement", "Signal", "as_signals", "get_estimator", "group_step_advantages"]
+__all__ = ["ESTIMATORS", "Anchor", "Credit", "Estimator", "Placement", "Signal", "as_signals", "get_estimator",
+           "group_step_advantages", "outcome_step_advantages"]
 
 Signal = Literal["outcome", "trca", "judge"]
 Placement = Literal["action", "response"]
+Credit = Literal["grpo", "rloo", "gigpo", "trca", "draco"]
+Anchor = Literal["observation", "context_key"]
 
 
 @dataclass(frozen=True)
@@ -33,33 +37,46 @@ class Estimator:
     (the ablations); ``draco_variant`` selects the judge pipeline. ``ratio_level`` and
     ``loss_aggregation`` are the objective's defaults for this estimator (the trainer's
     ``algorithm.ratio_level`` / ``loss_aggregation`` override them): the TRCA estimators use
-    the TRCA paper's action-level ratio and 1/N sum_i 1/T_i sum_t aggregation."""
+    the TRCA paper's action-level ratio and 1/N sum_i 1/T_i sum_t aggregation. ``credit``
+    names the group-credit formula; ``anchor`` and ``norm`` are GiGPO's step grouping (the
+    observation before the action, or the benchmark's context key) and normalisation."""
 
     name: str
     signal: Signal
     placement: Placement
     description: str
+    credit: Credit
     lam: float | None = None
+    anchor: Anchor = "observation"
+    norm: Norm = "std"
     draco_variant: str | None = None
     ratio_level: Literal["token", "action"] = "token"
     loss_aggregation: Literal["token_mean", "step_mean", "rollout_mean_step_mean"] = "token_mean"
 
 
 ESTIMATORS: dict[str, Estimator] = {e.name: e for e in (
-    Estimator("grpo", "outcome", "response", "GRPO: the group-standardized outcome on every response token"),
+    Estimator("grpo", "outcome", "response", "GRPO: the group-standardized outcome on every response token", "grpo"),
+    Estimator("rloo", "outcome", "response", "RLOO: R_i minus the mean of the other rollouts' returns, on every "
+              "response token", "rloo"),
+    Estimator("gigpo", "outcome", "response", "GiGPO: A_E + A_S over steps with the same observation before the "
+              "action (env reward only), on every response token", "gigpo"),
+    Estimator("gigpo_mean", "outcome", "response", "GiGPO with mean-centring only (verl-agent's default mode)",
+              "gigpo", norm="mean"),
+    Estimator("gigpo_context", "outcome", "response", "GiGPO with the benchmark's context key as the anchor state",
+              "gigpo", anchor="context_key"),
     Estimator("trca", "trca", "action", "TRCA: A_E + A_S (r_TRCA mixed with the library's lambda) on action tokens",
+              "trca", ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
+    Estimator("trca_no_rf", "trca", "action", "TRCA without the foundational reward (lambda = 1)", "trca", lam=1.0,
               ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
-    Estimator("trca_no_rf", "trca", "action", "TRCA without the foundational reward (lambda = 1)", lam=1.0,
+    Estimator("trca_no_rb", "trca", "action", "TRCA without the breakthrough reward (lambda = 0)", "trca", lam=0.0,
               ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
-    Estimator("trca_no_rb", "trca", "action", "TRCA without the breakthrough reward (lambda = 0)", lam=0.0,
-              ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
-    Estimator("draco", "judge", "response", "DRACO: dynamic rubrics with step credit a_j",
+    Estimator("draco", "judge", "response", "DRACO: dynamic rubrics with step credit a_j", "draco",
               draco_variant="dynamic/credit"),
-    Estimator("draco_static", "judge", "response", "DRACO ablation: static rubric, no step credit (A_i)",
+    Estimator("draco_static", "judge", "response", "DRACO ablation: static rubric, no step credit (A_i)", "draco",
               draco_variant="static/no-credit"),
-    Estimator("draco_static_credit", "judge", "response", "DRACO ablation: static rubric with step credit",
+    Estimator("draco_static_credit", "judge", "response", "DRACO ablation: static rubric with step credit", "draco",
               draco_variant="static/credit"),
-    Estimator("draco_dynamic", "judge", "response", "DRACO ablation: dynamic rubrics, no step credit",
+    Estimator("draco_dynamic", "judge", "response", "DRACO ablation: dynamic rubrics, no step credit", "draco",
               draco_variant="dynamic/no-credit"),
 )}
 
@@ -83,6 +100,40 @@ def as_signals(item: Any) -> RolloutSignals:
     raise TypeError(f"cannot read rollout signals from {type(item).__name__}")
 
 
+def _outcome_inputs(rollouts: Sequence[Any]) -> tuple[list[list[float]], list[float], list[list[str]] | None,
+                                                        list[list[str]]]:
+    """(env rewards per step, outcome, anchor observations or None, context keys) per rollout,
+    from trajectories (no rubric record needed) or from signals."""
+    if all(hasattr(r, "transitions") for r in rollouts):
+        rewards = [[float(t.env_reward) for t in r.transitions] for r in rollouts]
+        return (rewards, [sum(r) for r in rewards], [anchor_observations(r) for r in rollouts],
+                [[t.context_key for t in r.transitions] for r in rollouts])
+    signals = [as_signals(r) for r in rollouts]
+    return ([s.env_rewards.tolist() for s in signals], [outcome_of(s) for s in signals], None,
+            [list(s.context_keys) for s in signals])
+
+
+def outcome_step_advantages(est: Estimator, env_rewards: Sequence[Sequence[float]], outcomes: Sequence[float],
+                            anchors: Sequence[Sequence[str]] | None = None, context_keys: Sequence[Sequence[str]] | None = None,
+                            gamma: float = DEFAULT_GAMMA, eps: float = DEFAULT_EPS) -> list[np.ndarray]:
+    """Per-step advantages of the estimators that read only the engine's rewards (``grpo``,
+    ``rloo``, ``gigpo*``): the one dispatch the trainer and ``group_step_advantages`` share.
+    ``anchors``: the observation before each step (``gigpo``); ``context_keys``: the
+    benchmark's keys (``gigpo_context``)."""
+    lengths = [len(r) for r in env_rewards]
+    if est.credit == "grpo":
+        return grpo_step_advantages(outcomes, lengths, eps)
+    if est.credit == "rloo":
+        return rloo_step_advantages(outcomes, lengths)
+    if est.credit == "gigpo":
+        keys = anchors if est.anchor == "observation" else context_keys
+        if keys is None:
+            raise ValueError(f"estimator {est.name!r} needs each step's {est.anchor.replace('_', ' ')}: pass "
+                             "trajectories (or Rollouts with their trajectory)")
+        return gigpo_step_advantages(env_rewards, keys, outcomes=outcomes, gamma=gamma, norm=est.norm, eps=eps)
+    raise ValueError(f"estimator {est.name!r} is not an outcome estimator")
+
+
 def group_step_advantages(name: str, rollouts: Sequence[Any], lam: float | None = None,
                           gamma: float | None = None, eps: float = DEFAULT_EPS) -> list[np.ndarray]:
     """Per-step advantages of a group from stored signals, for the estimators that need no
@@ -98,9 +149,12 @@ def group_step_advantages(name: str, rollouts: Sequence[Any], lam: float | None 
     [[2.0, 1.0], [-2.0, -1.0]]
     """
     est = get_estimator(name)
-    signals = [as_signals(r) for r in rollouts]
+    gamma_or_default = DEFAULT_GAMMA if gamma is None else gamma
     if est.signal == "outcome":
-        return grpo_step_advantages([outcome_of(s) for s in signals], [s.num_steps for s in signals], eps)
+        env_rewards, outcomes, anchors, keys = _outcome_inputs(rollouts)
+        return outcome_step_advantages(est, env_rewards, outcomes, anchors=anchors, context_keys=keys,
+                                       gamma=gamma_or_default, eps=eps)
+    signals = [as_signals(r) for r in rollouts]
     if est.signal == "trca":
         if gamma is None:
             gamma = next((g for r in rollouts if hasattr(r, "transitions")

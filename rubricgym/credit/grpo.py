@@ -37,6 +37,23 @@ def standardize(values: Sequence[float] | np.ndarray, eps: float = DEFAULT_EPS) 
     return (x - x.mean()) / (x.std() + eps)
 
 
+def center(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """``x - mean``: the mean-only variant of ``standardize`` (the same zero rule: all zeros
+    when every value is equal), for estimators that offer it (GiGPO's ``"mean"`` mode).
+
+    >>> center([1.0, 0.0, 0.0, 0.0]).tolist()
+    [0.75, -0.25, -0.25, -0.25]
+    """
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"center expects a 1-D array, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("center: values must be finite")
+    if x.size == 0 or x.max() == x.min():
+        return np.zeros_like(x)
+    return x - x.mean()
+
+
 def grpo_advantages(outcomes: Sequence[float] | np.ndarray, eps: float = DEFAULT_EPS) -> np.ndarray:
     """Per-rollout GRPO advantage: the group-standardized outcome (shape ``[G]``)."""
     return standardize(outcomes, eps)

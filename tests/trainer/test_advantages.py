@@ -68,9 +68,39 @@ def test_grpo_is_uniform_over_the_whole_response():
             assert all(step.loss_mask) and step.token_advantages == pytest.approx([value] * len(step.response_ids))
 
 
+def test_the_baselines_put_their_values_on_every_response_token():
+    """RLOO from the returns; GiGPO from the env rewards and, as anchors, the observations each
+    step acted on, read from the rollout's trajectory (without one, it says so)."""
+    from rubricgym.credit.baselines import gigpo_step_advantages, rloo_advantages
+
+    group = _group()
+    assign_advantages([group], "rloo")
+    for rollout, value in zip(group, rloo_advantages([r.env_return for r in group])):
+        for step in rollout.steps:
+            assert all(step.loss_mask) and step.token_advantages == pytest.approx([value] * len(step.response_ids))
+    assert group[0].steps[0].token_advantages[0] == pytest.approx(1.0)  # 1 - mean(0, 0)
+
+    observations = [["a", "won"], ["b", "lost"], ["c"]]  # step 0 of every rollout acted on "start"
+    for rollout, seen in zip(group, observations):
+        rollout.trajectory = Trajectory(benchmark="base", task_id="t", initial_observation="start", transitions=[
+            Transition(step=k, response="", action=ParsedAction(ok=True, action="x"), observation=o, facts=Facts(),
+                       env_reward=s.env_reward) for k, (o, s) in enumerate(zip(seen, rollout.steps))])
+    assign_advantages([group], "gigpo", gamma=0.9)
+    want = gigpo_step_advantages([[s.env_reward for s in r.steps] for r in group],
+                                 [["start", "a"], ["start", "b"], ["start"]], gamma=0.9)
+    for rollout, values in zip(group, want):
+        for step, value in zip(rollout.steps, values):
+            assert step.token_advantages == pytest.approx([value] * len(step.response_ids))
+    assert want[0][0] != want[0][1]  # the shared first step carries its own step advantage
+    for rollout in group:
+        rollout.trajectory = None
+    with pytest.raises(ValueError, match="needs each step's observation"):
+        assign_advantages([group], "gigpo")
+
+
 def test_every_documented_estimator_is_selectable():
-    assert {"grpo", "trca", "trca_no_rf", "trca_no_rb", "draco", "draco_static", "draco_static_credit",
-            "draco_dynamic"} == set(ESTIMATOR_NAMES)
+    assert {"grpo", "rloo", "gigpo", "gigpo_mean", "gigpo_context", "trca", "trca_no_rf", "trca_no_rb", "draco",
+            "draco_static", "draco_static_credit", "draco_dynamic"} == set(ESTIMATOR_NAMES)
     with pytest.raises(ValueError, match="unknown advantage"):
         assign_advantages([_group()], "ppo")
 
