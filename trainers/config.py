@@ -147,7 +147,9 @@ class AlgorithmSettings(_Section):
         "(a value here overrides it, with a warning when they differ)")
     trca_lambda: float | None = Field(None, ge=0.0, le=1.0, description="re-mix r_F/r_B (default: the wrapper's r_TRCA)")
     eps: float = Field(1e-6, gt=0.0)
-    skip_zero_advantage: bool = Field(True, description="drop samples whose tokens all have advantage 0")
+    skip_zero_advantage: bool | None = Field(
+        None, description="drop samples whose trained tokens all have advantage 0; default: the estimator's "
+        "(TRCA and DRACO: keep them, as TRCA's Eq. 22 counts them; GRPO, RLOO, GiGPO: drop them)")
 
     @field_validator("advantage")
     @classmethod

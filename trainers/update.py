@@ -140,11 +140,13 @@ def trainable_samples(samples: Sequence[StepSample], skip_zero: bool) -> list[St
 
 
 def resolved_objective(settings: AlgorithmSettings) -> AlgorithmSettings:
-    """The settings with ``ratio_level`` / ``loss_aggregation`` filled from the estimator's
-    defaults (rubricgym.credit.estimators) where the config leaves them unset."""
+    """The settings with ``ratio_level`` / ``loss_aggregation`` / ``skip_zero_advantage`` filled
+    from the estimator's defaults (rubricgym.credit.estimators) where the config leaves them unset."""
     est = get_estimator(settings.advantage)
+    skip = settings.skip_zero_advantage
     return settings.model_copy(update={"ratio_level": settings.ratio_level or est.ratio_level,
-                                       "loss_aggregation": settings.loss_aggregation or est.loss_aggregation})
+                                       "loss_aggregation": settings.loss_aggregation or est.loss_aggregation,
+                                       "skip_zero_advantage": est.skip_zero_advantage if skip is None else skip})
 
 
 def aggregation_base(samples: Sequence[StepSample], aggregation: str) -> list[float]:
@@ -195,7 +197,7 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
     optimizer_step = optimizer_step or TorchOptimizerStep(model, optimizer, ranks, settings.max_grad_norm)
     policy = optimizer_step.module  # the training passes' forward (the model, or an engine around it)
     settings = resolved_objective(settings)
-    samples = trainable_samples(samples, settings.skip_zero_advantage)
+    samples = trainable_samples(samples, bool(settings.skip_zero_advantage))
     trained, update_tokens = ranks.sum([len(samples), sum(len(s.prompt_ids) + len(s.response_ids) for s in samples)])
     stats = {"trained_samples": trained, "update_tokens": update_tokens}
     if not trained:  # on no rank

@@ -38,7 +38,9 @@ class Estimator:
     ``loss_aggregation`` are the objective's defaults for this estimator (the trainer's
     ``algorithm.ratio_level`` / ``loss_aggregation`` override them): the TRCA estimators use
     the TRCA paper's action-level ratio and 1/N sum_i 1/T_i sum_t aggregation. ``credit``
-    names the group-credit formula; ``anchor`` and ``norm`` are GiGPO's step grouping (the
+    names the group-credit formula; ``skip_zero_advantage`` the objective's default for samples
+whose trained tokens all have advantage 0 (the TRCA and DRACO estimators keep them: their
+tokens count in the aggregation and the KL, as in TRCA's Eq. 22); ``anchor`` and ``norm`` are GiGPO's step grouping (the
     observation before the action, or the benchmark's context key) and normalisation."""
 
     name: str
@@ -52,6 +54,7 @@ class Estimator:
     draco_variant: str | None = None
     ratio_level: Literal["token", "action"] = "token"
     loss_aggregation: Literal["token_mean", "step_mean", "rollout_mean_step_mean"] = "token_mean"
+    skip_zero_advantage: bool = True
 
 
 ESTIMATORS: dict[str, Estimator] = {e.name: e for e in (
@@ -65,19 +68,19 @@ ESTIMATORS: dict[str, Estimator] = {e.name: e for e in (
     Estimator("gigpo_context", "outcome", "response", "GiGPO with the benchmark's context key as the anchor state",
               "gigpo", anchor="context_key"),
     Estimator("trca", "trca", "action", "TRCA: A_E + A_S (r_TRCA mixed with the library's lambda) on action tokens",
-              "trca", ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
+              "trca", ratio_level="action", loss_aggregation="rollout_mean_step_mean", skip_zero_advantage=False),
     Estimator("trca_no_rf", "trca", "action", "TRCA without the foundational reward (lambda = 1)", "trca", lam=1.0,
-              ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
+              ratio_level="action", loss_aggregation="rollout_mean_step_mean", skip_zero_advantage=False),
     Estimator("trca_no_rb", "trca", "action", "TRCA without the breakthrough reward (lambda = 0)", "trca", lam=0.0,
-              ratio_level="action", loss_aggregation="rollout_mean_step_mean"),
+              ratio_level="action", loss_aggregation="rollout_mean_step_mean", skip_zero_advantage=False),
     Estimator("draco", "judge", "response", "DRACO: dynamic rubrics with step credit a_j", "draco",
-              draco_variant="dynamic/credit"),
+              draco_variant="dynamic/credit", skip_zero_advantage=False),
     Estimator("draco_static", "judge", "response", "DRACO ablation: static rubric, no step credit (A_i)", "draco",
-              draco_variant="static/no-credit"),
+              draco_variant="static/no-credit", skip_zero_advantage=False),
     Estimator("draco_static_credit", "judge", "response", "DRACO ablation: static rubric with step credit", "draco",
-              draco_variant="static/credit"),
+              draco_variant="static/credit", skip_zero_advantage=False),
     Estimator("draco_dynamic", "judge", "response", "DRACO ablation: dynamic rubrics, no step credit", "draco",
-              draco_variant="dynamic/no-credit"),
+              draco_variant="dynamic/no-credit", skip_zero_advantage=False),
 )}
 
 
