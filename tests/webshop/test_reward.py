@@ -122,3 +122,14 @@ def test_wrong_type_factors():
 
 def test_goal_without_nouns_scores_title_as_point_two():
     assert type_factor(product(**OTHER), goal(name="!!!"))[:4] == (0.5, False, False, 0.2)
+
+
+def test_title_score_divides_by_the_goal_nouns_with_repeats_as_upstream():
+    """upstream's get_type_reward: distinct shared nouns over the goal title's noun tokens,
+    repeats counted. Goal "Yoga mat with yoga strap and yoga block" (nouns yoga, mat, yoga,
+    strap, yoga, block), bought "Yoga mat" (yoga, mat): 2/6, where distinct nouns gave 2/4."""
+    name = "Yoga mat with yoga strap and yoga block"
+    assert title_nouns(name) == ("yoga", "mat", "yoga", "strap", "yoga", "block")
+    mat = product(Title="Yoga mat", **OTHER)
+    r_type, _, _, score = type_factor(mat, goal(name=name))
+    assert score == pytest.approx(2 / 6) and r_type == 1.0  # still above 0.2
