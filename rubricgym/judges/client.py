@@ -52,6 +52,7 @@ class ChatRequest(BaseModel):
     top_p: float | None = None
     seed: int | None = None
     sample: int = Field(0, description="repeat index (self-judge k); distinct repeats are distinct requests")
+    thinking: bool | None = Field(None, description="the chat template's enable_thinking; None: the backend's default")
 
 
 class ChatReply(BaseModel):
@@ -172,6 +173,8 @@ class OpenAIChatBackend:
         fmt = self._response_format(request)
         if fmt is not None:
             kwargs["response_format"] = fmt
+        if request.thinking is not None:  # vLLM / SGLang / llama.cpp read it into the chat template
+            kwargs["extra_body"] = {"chat_template_kwargs": {"enable_thinking": request.thinking}}
         resp = self._client.chat.completions.create(**kwargs)
         if not getattr(resp, "choices", None):
             raise JudgeTransportError("bad_reply", "no choices in the reply")
@@ -237,12 +240,18 @@ class TransformersChatBackend:
     def identity(self) -> dict[str, Any]:
         return {"backend": "transformers", "model": self.model_id}
 
-    def _prompt_ids(self, messages: list[dict[str, str]]) -> Any:
+    def prompt_text(self, messages: list[dict[str, str]], thinking: bool | None = None) -> str:
+        """The prompt as the model sees it. Thinking is on unless ``thinking`` is False (DRACO's
+        self-judge thinks in every phase); a template without ``enable_thinking`` ignores it."""
         tok = self.tokenizer
         if getattr(tok, "chat_template", None):
-            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        else:
-            text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
+            return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                           enable_thinking=thinking is not False)
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
+
+    def _prompt_ids(self, messages: list[dict[str, str]], thinking: bool | None = None) -> Any:
+        tok = self.tokenizer
+        text = self.prompt_text(messages, thinking)
         ids = tok(text, return_tensors="pt", add_special_tokens=False).input_ids
         if self.max_prompt_tokens is not None and ids.shape[1] > self.max_prompt_tokens:
             raise JudgeTransportError("prompt_too_long", f"{ids.shape[1]} > {self.max_prompt_tokens} tokens")
@@ -253,7 +262,7 @@ class TransformersChatBackend:
 
         with self._lock:
             try:
-                ids = self._prompt_ids(request.messages).to(self.model.device)
+                ids = self._prompt_ids(request.messages, request.thinking).to(self.model.device)
                 sample = request.temperature > 0
                 gen: dict[str, Any] = {"max_new_tokens": request.max_tokens, "do_sample": sample}
                 if sample:

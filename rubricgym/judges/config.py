@@ -69,7 +69,11 @@ class JudgeSettings(BaseSettings):
     self_judge_repeats: int = Field(3, ge=1, description="k: self-judge scoring repeats; pass needs all k")
     ask_reasons: bool = Field(True, description="ask a one-line reason per verdict (better verdicts, more tokens)")
     include_static_in_dynamic: bool = Field(False, description="dynamic variants also merge the static rubric in")
-    max_criteria: int = Field(12, ge=1, description="cap on the merged criteria set")
+    max_criteria: int = Field(15, ge=1, description="cap on the merged criteria set (DRACO reports ~15 per group)")
+    thinking: bool | None = Field(
+        None, description="the model's thinking mode in every judge phase, passed through its chat template "
+        "(enable_thinking; templates without it ignore it). None: on for a local model (the self-judge, as "
+        "DRACO runs it), not sent to HTTP endpoints; true/false: sent to both (HTTP: chat_template_kwargs)")
     max_new_criteria: int = Field(5, ge=1, description="cap per propose / extend call")
     max_citations: int = Field(8, ge=1, description="cap on cited steps per verdict")
     max_observation_chars: int = Field(1500, ge=100, description="observation text per step shown to the judge")

@@ -135,21 +135,21 @@ def dedupe_texts(texts: Sequence[str]) -> list[str]:
 
 
 def aggregate_repeats(repeats: Sequence[CriterionVerdict]) -> CriterionVerdict:
-    """Self-judge: a criterion passes only if all k calls pass it.
-
-    Any answered FAIL -> fail; all PASS -> pass; otherwise, if some call gave no verdict ->
-    unanswered (never guessed); the remaining mix (pass / not-applicable disagreement) ->
-    not_applicable. Citations are the union over the calls that agree with the outcome.
+    """Self-judge as DRACO publishes it: a criterion passes only if all k calls pass it, and is
+    not applicable only if all k say so; any other mix is not a pass: a fail, unless a call
+    that gave no answer leaves it open (the answered calls all pass, or all say not
+    applicable: then unanswered, never guessed). Citations are the union over the calls that
+    gave the outcome; a fail made up from a pass / not-applicable mix cites no step (an
+    uncited fail, the paper's fallback).
     """
     verdicts = [r.verdict for r in repeats]
-    if Verdict.FAIL in verdicts:
-        final = Verdict.FAIL
-    elif all(v is Verdict.PASS for v in verdicts):
-        final = Verdict.PASS
-    elif Verdict.UNANSWERED in verdicts:
+    answered = {v for v in verdicts if v is not Verdict.UNANSWERED}
+    if Verdict.FAIL in answered or answered >= {Verdict.PASS, Verdict.NOT_APPLICABLE}:
+        final = Verdict.FAIL  # whatever the unanswered calls said, not all k pass nor all k are n/a
+    elif Verdict.UNANSWERED in verdicts or not answered:
         final = Verdict.UNANSWERED
     else:
-        final = Verdict.NOT_APPLICABLE
+        final = answered.pop()  # all k pass, or all k not applicable
     steps = sorted({s for r in repeats if r.verdict is final for s in r.steps})
     reason = next((r.reason for r in repeats if r.verdict is final and r.reason), "")
     return CriterionVerdict(criterion_id=repeats[0].criterion_id, verdict=final, steps=steps, reason=reason)
@@ -159,7 +159,8 @@ class DracoJudge:
     """Rubric judge over any ``ChatBackend``. Thread-safe; calls run ``concurrency`` at a time.
 
     ``self_judge``: scoring is repeated ``settings.self_judge_repeats`` times (k) and a
-    criterion passes only if all k pass (use a temperature > 0 so repeats differ).
+    criterion passes only if all k pass (``aggregate_repeats``; use a temperature > 0 so
+    repeats differ). The appendix variant: ``self_judge_repeats=1, thinking=False``.
     """
 
     def __init__(
@@ -202,6 +203,7 @@ class DracoJudge:
             "temperature": s.temperature,
             "top_p": s.top_p,
             "seed": s.seed,
+            "thinking": s.thinking,
             **extra,
         }
         return ChatRequest(

@@ -114,7 +114,9 @@ def _balanced_end(text: str, start: int, max_depth: int) -> tuple[int, bool]:
 
 
 def cache_payload(backend: ChatBackend, request: ChatRequest) -> dict[str, Any]:
-    return {"v": 1, "backend": backend.identity(), "request": request.model_dump(mode="json")}
+    # thinking unset leaves the key as it was before the field existed (caches stay valid)
+    dumped = request.model_dump(mode="json", exclude={"thinking"} if request.thinking is None else None)
+    return {"v": 1, "backend": backend.identity(), "request": dumped}
 
 
 class StructuredCaller:

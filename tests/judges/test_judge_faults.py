@@ -173,3 +173,12 @@ def test_oversized_reply_is_refused_while_read_and_not_retried(scripted_server, 
         while not srv.bytes_flooded and time.monotonic() < deadline:
             time.sleep(0.05)
         assert srv.bytes_flooded and srv.bytes_flooded[0] < (256 << 20), f"{mode}: the client read the whole flood"
+
+
+def test_thinking_reaches_an_http_endpoint_only_when_set(scripted_server, settings_for):
+    srv = scripted_server()
+    static_judge(settings_for(srv, concurrency=1)).score_group("x", trajs(1), "static/credit")
+    assert srv.requests and all("chat_template_kwargs" not in body for body in srv.requests)
+    srv.requests.clear()
+    static_judge(settings_for(srv, concurrency=1, thinking=False)).score_group("x", trajs(1), "static/credit")
+    assert srv.requests and all(body["chat_template_kwargs"] == {"enable_thinking": False} for body in srv.requests)

@@ -143,7 +143,37 @@ def test_aggregate_repeats_all_k_must_pass():
     agg = aggregate_repeats([v("pass", [1]), v("fail", [3]), v("unanswered")])
     assert agg.verdict is Verdict.FAIL and agg.steps == [3]
     assert aggregate_repeats([v("pass"), v("unanswered"), v("pass")]).verdict is Verdict.UNANSWERED
-    assert aggregate_repeats([v("pass"), v("not_applicable"), v("pass")]).verdict is Verdict.NOT_APPLICABLE
+
+
+def test_aggregate_repeats_is_draco_s_published_rule():
+    """All k pass -> pass; all k not applicable -> not applicable; any other mix is not a pass:
+    a fail citing its failing calls' steps (none: uncited), unless a call gave no answer."""
+    def v(x, steps=()):
+        return CriterionVerdict(criterion_id="c", verdict=Verdict(x), steps=list(steps))
+
+    mixed = aggregate_repeats([v("pass", [1]), v("not_applicable"), v("pass", [2])])
+    assert mixed.verdict is Verdict.FAIL and mixed.steps == []  # was not_applicable: an uncited fail now
+    assert aggregate_repeats([v("not_applicable")] * 3).verdict is Verdict.NOT_APPLICABLE
+    cited = aggregate_repeats([v("fail", [4]), v("not_applicable"), v("fail", [2, 4])])
+    assert cited.verdict is Verdict.FAIL and cited.steps == [2, 4]
+    assert aggregate_repeats([v("fail", [1]), v("unanswered"), v("pass")]).verdict is Verdict.FAIL  # decided
+    assert aggregate_repeats([v("pass"), v("not_applicable"), v("unanswered")]).verdict is Verdict.FAIL
+    assert aggregate_repeats([v("not_applicable"), v("unanswered")]).verdict is Verdict.UNANSWERED  # left open
+    assert JudgeSettings().max_criteria >= 15  # the criteria per group DRACO reports
+
+
+def test_thinking_goes_through_the_chat_template():
+    """Local (the self-judge): on by default, off when asked; over HTTP only when set, as the
+    chat_template_kwargs that vLLM, SGLang and llama.cpp read."""
+    from rubricgym.models import build_tiny_model
+
+    _, tok = build_tiny_model(seed=0)
+    tok.chat_template = ("{% for m in messages %}{{ m['content'] }}{% endfor %}"
+                         "{% if enable_thinking is defined and enable_thinking %}<think>{% else %}<no-think>{% endif %}")
+    backend = TransformersChatBackend(None, tok, model_id="tiny")
+    messages = [{"role": "user", "content": "judge this"}]
+    assert backend.prompt_text(messages).endswith("<think>")
+    assert backend.prompt_text(messages, thinking=False).endswith("<no-think>")
 
 
 def test_self_judge_with_a_tiny_random_model_never_guesses():
