@@ -46,13 +46,13 @@ def rubricgym_rollout_func(env_id: str, *, prompt: PromptSettings | None = None,
     return RubricRollout(env_id, prompt=prompt, max_new_tokens=max_new_tokens, **make_kwargs)
 
 
-def rubricgym_dataset(env_id: str, seeds: Iterable[int], task_ids_: Sequence[str] | None = None) -> Any:
+def rubricgym_dataset(env_id: str, seeds: Iterable[int], tasks: Sequence[str] | None = None) -> Any:
     """A ``datasets.Dataset`` of prompt rows: one per seed, with the task of that seed (the
-    env id's train tasks in turn, or ``task_ids_``). The ``prompt`` column only labels the row
-    in TRL's logs; the episode's real prompt is built from the env."""
+    env id's train tasks in turn, or ``tasks``). The ``prompt`` column only labels the row in
+    TRL's logs; the episode's real prompt is built from the env."""
     from datasets import Dataset
 
-    tasks = list(task_ids_) if task_ids_ is not None else task_ids(check_env_id(env_id))
+    tasks = list(tasks) if tasks is not None else task_ids(check_env_id(env_id))
     rows = [{"prompt": f"{env_id} task {tasks[i % len(tasks)]} seed {seed}", "seed": int(seed),
              "task_id": tasks[i % len(tasks)]} for i, seed in enumerate(seeds)]
     return Dataset.from_list(rows)

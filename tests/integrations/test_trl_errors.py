@@ -42,3 +42,18 @@ def test_a_row_without_a_seed_names_the_fix(tmp_path):
     trainer = make_trainer(tmp_path, dataset=rows, groups=1)
     with pytest.raises(MissingSeed, match="rubricgym_dataset"):
         trainer.train()
+
+
+@pytest.mark.slow
+def test_the_rollout_in_a_plain_grpo_trainer_names_rubric_grpo_trainer(tmp_path):
+    need_trl_stack()
+    from trl import GRPOTrainer
+
+    from rubricgym.integrations.trl import episode_return
+
+    template = make_trainer(tmp_path, groups=1)  # the same model, config, data and rollout
+    plain = GRPOTrainer(model=template.model, reward_funcs=[episode_return], args=template.args,
+                        processing_class=template.processing_class, train_dataset=template.train_dataset,
+                        rollout_func=template.rollout_func)
+    with pytest.raises(TypeError, match="RubricGRPOTrainer"):
+        plain.train()
