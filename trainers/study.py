@@ -12,6 +12,13 @@ trajectories needed for the seed-mean success to reach a target (``summary.json`
 With ``--jobs N`` the runs go to N worker processes (each run is independent; the CPU's
 threads are split between them). A run that fails is reported with its error in the summary
 and the exit code; the other runs' results are still written.
+
+Matched comparisons: the estimators differ only in their advantages. The study config must
+state the objective (``algorithm.ratio_level``, ``loss_aggregation``, ``skip_zero_advantage``;
+clipping, KL and entropy have fixed defaults), and every run trains with it; the
+per-estimator objective defaults apply only to single runs. ``summary.json`` records the
+objective. A finished run leaves ``runs/<estimator>-seed<seed>/study_rows.json``; a study run
+again into the same folder takes those and trains only the runs that had not finished.
 """
 
 from __future__ import annotations
@@ -34,6 +41,12 @@ from rubricgym.credit.estimators import get_estimator
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.trainer import Trainer
 
+#: what a matched study must state (the estimators' own defaults differ in these)
+MATCHED_OBJECTIVE = ("ratio_level", "loss_aggregation", "skip_zero_advantage")
+#: the objective every run of a study shares, as recorded in summary.json
+OBJECTIVE_FIELDS = (*MATCHED_OBJECTIVE, "clip_low", "clip_high", "kl_coef", "entropy_coef", "lr", "epochs",
+                    "minibatches", "micro_batch_size", "max_grad_norm", "eps")
+ROWS_FILE = "study_rows.json"
 CURVE_FIELDS = ("estimator", "seed", "iteration", "trajectories", "success_rate", "return_mean", "env_return_mean",
                 "trca_reward_mean")
 
@@ -58,12 +71,34 @@ class StudySettings(BaseModel):
         return names
 
 
+class UnmatchedStudy(ValueError):
+    """The study config leaves part of the objective to each estimator's defaults."""
+
+
+def matched_objective(settings: StudySettings) -> dict[str, Any]:
+    """The objective every run of the study trains with; ``UnmatchedStudy`` when the config
+    leaves a part of it to the estimators (results would then depend on which were listed)."""
+    algorithm = load_config(settings.config, settings.overrides).algorithm
+    missing = [name for name in MATCHED_OBJECTIVE if getattr(algorithm, name) is None]
+    if missing:
+        raise UnmatchedStudy(
+            "a study compares estimators that differ only in their advantages, so its config states the objective: "
+            f"set {', '.join('algorithm.' + m for m in missing)} (e.g. --set algorithm.ratio_level=token "
+            "--set algorithm.loss_aggregation=token_mean --set algorithm.skip_zero_advantage=false); each "
+            "estimator's own defaults apply to single runs only")
+    return {name: getattr(algorithm, name) for name in OBJECTIVE_FIELDS}
+
+
 def trajectories_per_iteration(config: Any) -> int:
     return int(config.algorithm.tasks_per_iteration) * int(config.algorithm.group_size)
 
 
 def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> list[dict[str, Any]]:
-    """Train one (estimator, seed) to the budget; its curve rows."""
+    """Train one (estimator, seed) to the budget; its curve rows (kept beside the run, so a
+    study run again skips it)."""
+    finished = out / f"{estimator}-seed{seed}" / ROWS_FILE
+    if finished.is_file():
+        return [dict(row) for row in json.loads(finished.read_text(encoding="utf-8"))]
     base = load_config(settings.config, settings.overrides)
     per_iteration = trajectories_per_iteration(base)
     iterations = max(1, math.ceil(settings.trajectories / per_iteration))
@@ -83,6 +118,8 @@ def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> li
                "trajectories": int(m["iteration"]) * per_iteration}
         row.update({k: float(m.get(k, float("nan"))) for k in CURVE_FIELDS[4:]})
         rows.append(row)
+    finished.parent.mkdir(parents=True, exist_ok=True)
+    finished.write_text(json.dumps(rows), encoding="utf-8")
     return rows
 
 
@@ -126,7 +163,7 @@ def plot(rows: list[dict[str, Any]], out: Path, target: float) -> list[Path]:
 
 
 def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path,
-                  failed: dict[str, str] | None = None) -> dict[str, Any]:
+                  failed: dict[str, str] | None = None, objective: dict[str, Any] | None = None) -> dict[str, Any]:
     with open(out / "study.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(CURVE_FIELDS))
         writer.writeheader()
@@ -134,7 +171,8 @@ def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path
     (out / "study.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     needed = trajectories_to_target(rows, settings.target_success)
     final = {est: curve[-1][1] for est, curve in mean_curves(rows).items()}
-    summary = {"settings": settings.model_dump(), "trajectories_to_target": needed, "final_success_mean": final,
+    summary = {"settings": settings.model_dump(), "objective": objective, "trajectories_to_target": needed,
+               "final_success_mean": final,
                "failed_runs": failed or {},
                "plots": [p.name for p in plot(rows, out, settings.target_success)] if rows else []}
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
@@ -143,6 +181,9 @@ def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path
     lines += [f"| `{est}` | {needed[est] if needed[est] is not None else 'not reached'} | {final[est]:.3f} |"
               for est in settings.estimators if est in needed]
     lines += [f"\nfailed run `{name}`: {error}" for name, error in (failed or {}).items()]
+    if objective:
+        lines.append("\nEvery run trained with the same objective: "
+                     + ", ".join(f"{k}={v}" for k, v in objective.items()))
     (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return summary
 
@@ -165,6 +206,7 @@ def _threads_per_job(settings: StudySettings) -> StudySettings:
 
 
 def run_study(settings: StudySettings) -> dict[str, Any]:
+    objective = matched_objective(settings)
     out = Path(settings.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     pairs = [(estimator, seed) for estimator in settings.estimators for seed in settings.seeds]
@@ -186,7 +228,7 @@ def run_study(settings: StudySettings) -> dict[str, Any]:
                     results.append(f"worker process failed: {type(exc).__name__}: {exc}")
     rows = [row for result in results if not isinstance(result, str) for row in result]
     failed = {f"{e}-seed{s}": result for (e, s), result in zip(pairs, results) if isinstance(result, str)}
-    return write_results(rows, settings, out, failed)
+    return write_results(rows, settings, out, failed, objective)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -211,7 +253,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"rubricgym study: {exc}")
         return 2
-    summary = run_study(settings)
+    try:
+        summary = run_study(settings)
+    except UnmatchedStudy as exc:
+        print(f"rubricgym study: {exc}")
+        return 2
     print((Path(settings.output_dir) / "summary.md").read_text(encoding="utf-8"))
     print(f"results: {settings.output_dir}/study.csv, curves.png, curves.svg, summary.json")
     if summary["failed_runs"]:

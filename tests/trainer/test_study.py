@@ -10,9 +10,11 @@ import pytest
 from rubricgym.cli import main
 
 
+OBJECTIVE = ["algorithm.ratio_level=token", "algorithm.loss_aggregation=token_mean",
+             "algorithm.skip_zero_advantage=false"]
 TINY_WORD_TASK = ["model.name=tiny", "env.factory=trca-word", "env.max_steps=2",
                   "algorithm.group_size=2", "algorithm.tasks_per_iteration=1", "generation.max_new_tokens=8",
-                  "warmup.enabled=false", "run.checkpoint_every=100", "run.tensorboard=false"]
+                  "warmup.enabled=false", "run.checkpoint_every=100", "run.tensorboard=false", *OBJECTIVE]
 
 
 def _study(out, *extra, sets=TINY_WORD_TASK):
@@ -37,6 +39,48 @@ def test_study_runs_estimators_at_matched_budgets_and_draws_curves(tmp_path, cap
     assert "<svg" in (out / "curves.svg").read_text()[:500]
     table = (out / "summary.md").read_text()
     assert "| `grpo` |" in table and "| `trca` |" in table and table in capsys.readouterr().out
+
+
+def test_a_study_without_its_objective_is_refused(tmp_path, capsys):
+    """Without a stated objective each estimator would train with its own defaults, and the
+    comparison would measure those too."""
+    rc = _study(tmp_path / "study", sets=[s for s in TINY_WORD_TASK if s not in OBJECTIVE[1:]])
+    assert rc == 2
+    out = capsys.readouterr().out
+    assert "algorithm.loss_aggregation" in out and "algorithm.skip_zero_advantage" in out
+    assert "algorithm.ratio_level" not in out.split("set ", 1)[1].split(" (e.g.")[0]  # that one is stated
+    assert not (tmp_path / "study").exists()
+
+
+@pytest.mark.slow
+def test_a_matched_study_trains_every_estimator_with_one_objective_and_one_first_batch(tmp_path):
+    """GRPO, RLOO, GiGPO and TRCA, one iteration each: the same objective in every run's
+    config, the same first batch (same tasks, seeds and sampled responses: the advantages are
+    all that differs), and a study run again trains only what had not finished."""
+    import yaml
+
+    out = tmp_path / "study"
+    estimators = ("grpo", "rloo", "gigpo", "trca")
+    args = ["study", "--estimators", ",".join(estimators), "--seeds", "0", "--trajectories", "2",
+            "--output-dir", str(out), *[a for s in [*TINY_WORD_TASK, "run.threads=1"] for a in ("--set", s)]]
+    assert main(args) in (0, 1)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["objective"]["ratio_level"] == "token" and summary["objective"]["skip_zero_advantage"] is False
+    runs = {e: out / "runs" / f"{e}-seed0" for e in estimators}
+    objectives, batches = set(), set()
+    for run in runs.values():
+        algorithm = yaml.safe_load((run / "config.yaml").read_text())["algorithm"]
+        objectives.add(tuple(algorithm[k] for k in summary["objective"]))
+        first = sorted((run / "trajectories").glob("*1.jsonl"))[0]
+        batches.add(tuple((t["task_id"], t["seed"], tuple(s["response"] for s in t["transitions"]))
+                          for t in map(json.loads, first.read_text().splitlines())))
+    assert len(objectives) == 1 and len(batches) == 1
+    rows = list(csv.DictReader(open(out / "study.csv")))
+    (runs["gigpo"] / "study_rows.json").unlink()  # as if the study had stopped during that run
+    kept = {e: (runs[e] / "study_rows.json").stat().st_mtime_ns for e in estimators if e != "gigpo"}
+    assert main(args) in (0, 1)
+    assert {e: (runs[e] / "study_rows.json").stat().st_mtime_ns for e in kept} == kept  # not trained again
+    assert list(csv.DictReader(open(out / "study.csv"))) == rows
 
 
 def test_study_refuses_unknown_estimators(capsys):
