@@ -204,3 +204,22 @@ def test_unknown_estimator_and_bad_shapes_raise():
         RolloutSignals(r_f=[0.0, 1.0], r_b=[0.0], env_rewards=[1.0], context_keys=["a"])
     with pytest.raises(ValueError, match="lambda"):
         trca_rewards(np.zeros((1, 3)), list(CATEGORIES), 1, 1, 1, lam=1.5)
+
+
+@given(episode(min_len=1), budget, budget, budget, st.floats(0.01, 1.0), st.data())
+def test_new_coverage_of_any_size_strictly_beats_the_repeat(ep, r_evi, r_inval, r_exec, lam, data):
+    """Prop. 2 for coverage differences of any size: a step that newly covers a set S of
+    Evidence/Execution items (1 <= |S| <= all) earns strictly more r_TRCA than the same step
+    when S was already covered, whatever else is covered."""
+    cats, o = ep
+    coverable = list(np.flatnonzero(coverable_mask(cats)))
+    chosen = data.draw(st.lists(st.sampled_from(coverable), min_size=1, max_size=len(coverable), unique=True))
+    row = o[-1].copy()
+    row[chosen] = 1
+    prior = coverable_mask(cats).astype(float) * data.draw(
+        st.lists(st.integers(0, 1), min_size=len(cats), max_size=len(cats)).map(np.array))
+    fresh, seen = prior.copy(), prior.copy()
+    fresh[chosen], seen[chosen] = 0.0, 1.0
+    new = trca_rewards(row[None], cats, r_evi, r_inval, r_exec, lam, initial_coverage=fresh).r_trca[0]
+    old = trca_rewards(row[None], cats, r_evi, r_inval, r_exec, lam, initial_coverage=seen).r_trca[0]
+    assert new > old
