@@ -25,6 +25,7 @@ from rubricgym.trca.coverage import diff_libraries, format_diff, format_test_rep
 from rubricgym.trca.generate import generate_library, read_interface
 from rubricgym.trca.library import OperatorLibrary, read_library_file
 from rubricgym.trca.recording import record_episodes
+from rubricgym.trca.step_groups import format_step_groups, step_groups
 from rubricgym.trca.validate import check_library
 
 LIBRARY_HELP = "operator library: a YAML file, or the shipped one by benchmark name or env id"
@@ -71,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--out", required=True, help="JSON-lines file of trajectories to write")
     r.add_argument("--append", action="store_true", help="append to OUT instead of replacing it")
 
-    t = sub.add_parser("test", help="how often and where each operator fires on stored trajectories")
+    t = sub.add_parser("test", help="how often and where each operator fires on stored trajectories, and how "
+                                    "their steps fall into TRCA's step groups")
     t.add_argument("path", help=LIBRARY_HELP)
     t.add_argument("--trajectories", required=True, action="append",
                    help="JSON-lines file of trajectories (repeatable), e.g. from `library record`")
@@ -263,8 +265,13 @@ def _record(args: argparse.Namespace) -> int:
 
 def _test(args: argparse.Namespace) -> int:
     compiled, spec = _compiled(args.path, args.env_id)
-    report = library_coverage(compiled, _trajectories(args.trajectories), spec.binding_model)
-    print(report.model_dump_json(indent=2) if args.json else format_test_report(report))
+    trajectories = _trajectories(args.trajectories)
+    report = library_coverage(compiled, trajectories, spec.binding_model)
+    groups = step_groups(trajectories)
+    if args.json:
+        print(json.dumps({**report.model_dump(mode="json"), "step_groups": groups.model_dump(mode="json")}, indent=2))
+    else:
+        print(format_test_report(report) + "\n\n" + format_step_groups(groups))
     return 1 if args.strict and report.flagged else 0
 
 

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("adapter, credit, records", ("rubricgym.adapter", "rubricgym.credit", "rubricgym.records", "rubricgym.prompts",
                                   "rubricgym.tokens", "rubricgym.vector")),
     ("rewards", ("rubricgym.rewards", "rubricgym.trca.library", "rubricgym.trca.cost", "rubricgym.trca.operators",
-                 "rubricgym.trca.validate", "rubricgym.trca.wrapper", "rubricgym.trca.coverage",
+                 "rubricgym.trca.validate", "rubricgym.trca.wrapper", "rubricgym.trca.coverage", "rubricgym.trca.step_groups",
                  "rubricgym.judges.cache", "rubricgym.judges.client", "rubricgym.judges.config",
                  "rubricgym.judges.ledger", "rubricgym.judges.pipeline", "rubricgym.judges.prompts",
                  "rubricgym.judges.rubric", "rubricgym.judges.schemas", "rubricgym.judges.structured",
