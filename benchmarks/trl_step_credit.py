@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--group", type=int, default=2)
     ap.add_argument("--tasks", type=int, default=1)
     ap.add_argument("--max-steps", type=int, default=3, help="env steps per episode")
-    ap.add_argument("--max-new-tokens", type=int, default=48, help="tokens per turn")
+    ap.add_argument("--max-new-tokens", type=int, default=32, help="tokens per turn")
     ap.add_argument("--max-completion-length", type=int, default=4096, help="TRL: tokens per episode")
     ap.add_argument("--iterations", type=int, default=2)
     ap.add_argument("--lr", type=float, default=1e-5)
@@ -130,9 +130,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
-        theirs = run_trl(args, Path(tmp))
-        torch.set_num_threads(args.threads)
         ours = run_rubricgym(args, Path(tmp))
+        torch.set_num_threads(args.threads)
+        theirs = run_trl(args, Path(tmp))
     out = {
         "benchmark": "trl_step_credit",
         "settings": {k: v for k, v in vars(args).items() if k != "out"},
