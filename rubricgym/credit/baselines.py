@@ -19,7 +19,7 @@ from typing import Literal
 
 import numpy as np
 
-from rubricgym.credit.grpo import DEFAULT_EPS, center, standardize
+from rubricgym.credit.grpo import DEFAULT_EPS, as_group_values, center, standardize
 from rubricgym.credit.trca import DEFAULT_GAMMA, context_groups, discounted_returns
 
 __all__ = ["GIGPO_OMEGA", "Norm", "gigpo_step_advantages", "group_normalize", "rloo_advantages",
@@ -45,11 +45,7 @@ def rloo_advantages(returns: Sequence[float] | np.ndarray) -> np.ndarray:
     >>> rloo_advantages([1.0, 0.0, 0.0, 0.0]).round(3).tolist()
     [1.0, -0.333, -0.333, -0.333]
     """
-    x = np.asarray(returns, dtype=np.float64)
-    if x.ndim != 1:
-        raise ValueError(f"rloo_advantages expects a 1-D array, got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("rloo_advantages: returns must be finite")
+    x = as_group_values(returns, "rloo_advantages")
     if x.size < 2 or x.max() == x.min():
         return np.zeros_like(x)
     return x - (x.sum() - x) / (x.size - 1)

@@ -16,6 +16,16 @@ DEFAULT_EPS = 1e-6
 large enough to keep a near-degenerate group from exploding."""
 
 
+def as_group_values(values: Sequence[float] | np.ndarray, who: str) -> np.ndarray:
+    """``values`` as a finite 1-D float array (shape ``[n]``), else a ``ValueError`` naming ``who``."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"{who} expects a 1-D array, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{who}: values must be finite")
+    return x
+
+
 def standardize(values: Sequence[float] | np.ndarray, eps: float = DEFAULT_EPS) -> np.ndarray:
     """``(x - mean) / (std + eps)`` with the population std; all zeros when every value is equal.
 
@@ -27,11 +37,7 @@ def standardize(values: Sequence[float] | np.ndarray, eps: float = DEFAULT_EPS) 
     >>> standardize([0.0, 0.0]).tolist()
     [0.0, 0.0]
     """
-    x = np.asarray(values, dtype=np.float64)
-    if x.ndim != 1:
-        raise ValueError(f"standardize expects a 1-D array, got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("standardize: values must be finite")
+    x = as_group_values(values, "standardize")
     if x.size == 0 or x.max() == x.min():
         return np.zeros_like(x)
     return (x - x.mean()) / (x.std() + eps)
@@ -44,11 +50,7 @@ def center(values: Sequence[float] | np.ndarray) -> np.ndarray:
     >>> center([1.0, 0.0, 0.0, 0.0]).tolist()
     [0.75, -0.25, -0.25, -0.25]
     """
-    x = np.asarray(values, dtype=np.float64)
-    if x.ndim != 1:
-        raise ValueError(f"center expects a 1-D array, got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("center: values must be finite")
+    x = as_group_values(values, "center")
     if x.size == 0 or x.max() == x.min():
         return np.zeros_like(x)
     return x - x.mean()

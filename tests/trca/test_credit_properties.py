@@ -60,22 +60,6 @@ def test_breakthrough_sum_bounded_whatever_the_length(ep, r_evi, r_inval, r_exec
     assert r.r_b.sum() <= r_evi + r_exec + TOL
 
 
-@given(episode(min_len=1), budget, budget, budget, st.floats(0.01, 1.0), st.data())
-def test_new_coverage_strictly_beats_repeat(ep, r_evi, r_inval, r_exec, lam, data):
-    cats, o = ep
-    coverable = np.flatnonzero(coverable_mask(cats))
-    j = data.draw(st.sampled_from(list(coverable)))
-    row = o[-1].copy()
-    row[j] = 1
-    prior = coverable_mask(cats).astype(float) * data.draw(
-        st.lists(st.integers(0, 1), min_size=len(cats), max_size=len(cats)).map(np.array))
-    fresh, seen = prior.copy(), prior.copy()
-    fresh[j], seen[j] = 0.0, 1.0
-    new = trca_rewards(row[None], cats, r_evi, r_inval, r_exec, lam, initial_coverage=fresh).r_trca[0]
-    old = trca_rewards(row[None], cats, r_evi, r_inval, r_exec, lam, initial_coverage=seen).r_trca[0]
-    assert new > old
-
-
 @given(episode(), budget, budget, budget, lam_st)
 def test_online_updates_equal_batch(ep, r_evi, r_inval, r_exec, lam):
     """The wrapper's one-row-at-a-time use of the formulas gives the batch result."""
