@@ -100,6 +100,34 @@ def retryable_transport_error(exc: BaseException) -> bool:
     return False
 
 
+def retry_after_s(exc: BaseException | None) -> float | None:
+    """The seconds a 429/503 answer's ``Retry-After`` header asks for (its number form), else None."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:  # the HTTP-date form: fall back to the exponential back-off
+        return None
+    return seconds if seconds is not None and seconds >= 0 and seconds == seconds else None
+
+
+class WaitRetryAfterOrExponential:
+    """tenacity wait: what the server's ``Retry-After`` asks (capped at ``max_s``), else the
+    exponential back-off."""
+
+    def __init__(self, initial_s: float, max_s: float):
+        from tenacity import wait_exponential  # optional: judge extra
+
+        self.max_s = max_s
+        self.exponential = wait_exponential(multiplier=initial_s, max=max_s)
+
+    def __call__(self, retry_state: Any) -> float:
+        outcome = retry_state.outcome
+        asked = retry_after_s(outcome.exception() if outcome is not None and outcome.failed else None)
+        return min(asked, self.max_s) if asked is not None else self.exponential(retry_state)
+
+
 def classify_transport_error(exc: BaseException) -> JudgeTransportError:
     """An openai/httpx failure as a ``JudgeTransportError`` whose kind names what happened."""
     import openai  # optional: the judge extra
@@ -188,12 +216,12 @@ class OpenAIChatBackend:
         )
 
     def complete(self, request: ChatRequest) -> ChatReply:
-        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential  # optional: judge extra
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt  # optional: judge extra
 
         retrying = Retrying(
             retry=retry_if_exception(retryable_transport_error),
             stop=stop_after_attempt(self.settings.max_transport_retries + 1),
-            wait=wait_exponential(multiplier=self.settings.backoff_initial_s, max=self.settings.backoff_max_s),
+            wait=WaitRetryAfterOrExponential(self.settings.backoff_initial_s, self.settings.backoff_max_s),
             reraise=True,
         )
         try:

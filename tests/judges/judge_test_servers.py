@@ -77,8 +77,11 @@ class ScriptedJudgeServer:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def _send(self, code: int, payload: bytes, ctype: str = "application/json") -> None:
+            def _send(self, code: int, payload: bytes, headers: dict[str, str] | None = None,
+                      ctype: str = "application/json") -> None:
                 self.send_response(code)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -132,11 +135,13 @@ class ScriptedJudgeServer:
                     return self._send(500, b'{"error": {"message": "internal error"}}')
                 if mode == "429":
                     return self._send(429, b'{"error": {"message": "rate limited"}}')
+                if mode == "429_retry_after":  # asks for a 1 s pause
+                    return self._send(429, b'{"error": {"message": "rate limited"}}', {"Retry-After": "1"})
                 if mode == "hang":
                     server._stop.wait(server.hang_s)
                     return
                 if mode == "bad_body":
-                    return self._send(200, b"<html>not json</html>", "text/html")
+                    return self._send(200, b"<html>not json</html>", ctype="text/html")
                 if mode in ("huge_declared", "huge_streamed"):  # a body far past any sane reply
                     return self._flood(declared=mode == "huge_declared")
                 if mode == "text":  # a fixed (hostile) reply, e.g. deeply nested JSON

@@ -182,3 +182,34 @@ def test_thinking_reaches_an_http_endpoint_only_when_set(scripted_server, settin
     srv.requests.clear()
     static_judge(settings_for(srv, concurrency=1, thinking=False)).score_group("x", trajs(1), "static/credit")
     assert srv.requests and all(body["chat_template_kwargs"] == {"enable_thinking": False} for body in srv.requests)
+
+
+def test_a_retry_after_answer_is_honoured(scripted_server, settings_for):
+    """429 with Retry-After: the wait is what the server asked (capped), then the call succeeds;
+    without the header (or with an HTTP date) the exponential back-off applies."""
+    import httpx
+    import openai
+
+    from rubricgym.judges.client import WaitRetryAfterOrExponential, retry_after_s
+
+    def rate_limited(value):
+        headers = {"retry-after": value} if value is not None else {}
+        response = httpx.Response(429, headers=headers, request=httpx.Request("POST", "http://127.0.0.1/v1"))
+        return openai.RateLimitError("rate limited", response=response, body=None)
+
+    assert retry_after_s(rate_limited("3")) == 3.0 and retry_after_s(rate_limited("0.5")) == 0.5
+    assert retry_after_s(rate_limited("Wed, 21 Oct 2026 07:28:00 GMT")) is None and retry_after_s(rate_limited(None)) is None
+
+    class State:  # what tenacity hands a wait strategy: the failed attempt's outcome
+        def __init__(self, exc):
+            self.attempt_number = 1
+            self.outcome = type("Outcome", (), {"failed": True, "exception": lambda _self: exc})()
+
+    wait = WaitRetryAfterOrExponential(initial_s=0.01, max_s=2.0)
+    assert wait(State(rate_limited("1.5"))) == 1.5 and wait(State(rate_limited("60"))) == 2.0
+    assert wait(State(rate_limited(None))) < 0.1
+    srv = scripted_server()
+    srv.plan = ["429_retry_after"]
+    judge = static_judge(settings_for(srv, concurrency=1, max_transport_retries=1, backoff_max_s=2.0))
+    res = judge.score_group("x", trajs(1), "static/credit")
+    assert not all_unanswered(res) and srv.count() == 2

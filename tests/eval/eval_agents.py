@@ -1,0 +1,33 @@
+"""Agents for ``rubricgym eval --policy callable`` (importable as ``eval_agents:NAME``)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import gymnasium as gym
+
+import rubricgym  # noqa: F401  (registers the env ids)
+from rubricgym.registration import get_spec
+
+
+@cache
+def _plan(env_id: str, task_id: str) -> tuple[str, ...]:
+    """The benchmark's expert plan for the task, rendered in the env's action format."""
+    env = gym.make(env_id, reward="none")
+    try:
+        adapter = env.unwrapped.adapter
+        env.reset(seed=0, options={"task_id": task_id})
+        return tuple(adapter.grammar.render(a) for a in get_spec(env_id).load_expert()(adapter))
+    finally:
+        env.close()
+
+
+def expert(messages, env_id, task_id):
+    """Plays the expert plan: the k-th answer is the plan's k-th step."""
+    done = sum(1 for m in messages if m["role"] == "assistant")
+    plan = _plan(env_id, task_id)
+    return plan[done] if done < len(plan) else plan[-1]
+
+
+def broken(messages):
+    raise RuntimeError("this agent always fails")

@@ -1,0 +1,93 @@
+"""``rubricgym eval`` on the real ALFWorld engine: a user's function, an OpenAI-compatible
+endpoint on 127.0.0.1 (a 429 first), failures as labelled outcomes, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from judge_test_servers import ScriptedJudgeServer
+from requirements_guard import need
+
+from rubricgym.cli import main
+
+ENV = "ALFWorld-Rubric-v0"
+
+
+def episodes(out) -> list[dict]:
+    return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_a_callable_agent_and_an_endpoint_agent_are_measured_with_per_step_credit(tmp_path, capsys):
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
+    out = tmp_path / "expert"
+    assert main(["eval", "--env", ENV, "--n", "2", "--samples", "2", "--policy", "callable",
+                 "--callable", "eval_agents:expert", "--concurrency", "2", "--out", str(out)]) == 0
+    records = episodes(out)
+    assert sorted((r["task_id"], r["sample"]) for r in records) == sorted(
+        (t, s) for t in {r["task_id"] for r in records} for s in (0, 1)) and len(records) == 4
+    assert all(r["outcome"] == "success" and r["env_return"] == 1.0 for r in records)
+    first = records[0]
+    assert first["transcript"][0][0]["role"] in ("system", "user") and len(first["transcript"]) == first["steps"]
+    assert all("trca" in s["rubric"] for s in first["step_records"])  # every rubric component's record, per step
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["success_rate"] == 1.0 and summary["pass_at_k"] == 1.0
+    assert summary["rubric_reward_by_step"]["0"] != 0.0  # where the rubric paid
+    assert "success 1.000 over 4 episodes" in capsys.readouterr().out
+
+    # --resume: only the missing (task, sample) pairs are played
+    assert main(["eval", "--env", ENV, "--n", "2", "--samples", "3", "--policy", "callable",
+                 "--callable", "eval_agents:expert", "--out", str(out), "--resume"]) == 0
+    again = episodes(out)
+    assert again[:4] == records and sorted(r["sample"] for r in again[4:]) == [2, 2]
+
+    server = ScriptedJudgeServer(mode="text")
+    server.reply_text = "<think>I look around.</think><action>look</action>"
+    server.plan = ["429"]  # the first call is rate limited, then retried
+    try:
+        endpoint = tmp_path / "endpoint"
+        assert main(["eval", "--env", ENV, "--tasks", records[0]["task_id"], "--policy", "endpoint",
+                     "--base-url", server.base_url, "--model", "scripted", "--max-steps", "3",
+                     "--price-prompt", "1.0", "--out", str(endpoint)]) == 0
+    finally:
+        server.stop()
+    (looked,) = episodes(endpoint)
+    assert looked["outcome"] == "truncated" and looked["steps"] == 3
+    assert all(s["response"] == server.reply_text and s["accepted"] for s in looked["step_records"])
+    assert server.count() == 4  # 3 steps + the retried 429
+    assert server.requests[-1]["messages"] == looked["transcript"][-1]  # the stored transcript is what was sent
+    summary = json.loads((endpoint / "summary.json").read_text())
+    assert summary["prompt_tokens"] > 0 and summary["cost_usd"] == pytest.approx(summary["prompt_tokens"] / 1e6)
+
+
+@pytest.mark.slow
+def test_failing_policies_are_labelled_outcomes_not_crashes(tmp_path):
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
+    out = tmp_path / "failing"
+    assert main(["eval", "--env", ENV, "--n", "1", "--policy", "callable", "--callable", "eval_agents:broken",
+                 "--out", str(out)]) == 0
+    dead = tmp_path / "dead"  # nothing listens there: connection errors after the retries
+    assert main(["eval", "--env", ENV, "--n", "1", "--policy", "endpoint", "--base-url", "http://127.0.0.1:9/v1",
+                 "--out", str(dead)]) == 0
+    for folder in (out, dead):
+        (record,) = episodes(folder)
+        assert record["outcome"] == "policy_error" and not record["success"] and record["error"]
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["success_rate"] == 0.0 and summary["outcomes"]["policy_error"] == 1
+
+
+def test_bad_input_is_refused_with_what_to_do(tmp_path, capsys):
+    assert main(["eval", "--env", "Alfworld-Rubric-v0", "--policy", "callable", "--callable", "a:b"]) == 2
+    assert "ALFWorld-Rubric-v0" in capsys.readouterr().err  # the nearest id
+    assert main(["eval", "--env", ENV, "--policy", "endpoint"]) == 2
+    assert "--base-url" in capsys.readouterr().err
+    assert main(["eval", "--env", ENV, "--policy", "callable"]) == 2
+    assert "module:function" in capsys.readouterr().err
+    assert main(["eval", "--env", ENV, "--policy", "endpoint", "--base-url", "http://127.0.0.1:9/v1",
+                 "--api-key-env", "sk-abcdefghijklmnopqrstuvwx"]) == 2
+    assert "sk-abcdefghijklmnopqrstuvwx" not in capsys.readouterr().err
+    (tmp_path / "episodes.jsonl").write_text("")
+    assert main(["eval", "--env", ENV, "--n", "1", "--policy", "callable", "--callable", "eval_agents:expert",
+                 "--out", str(tmp_path)]) == 2
+    assert "--resume" in capsys.readouterr().err

@@ -1,0 +1,330 @@
+"""``rubricgym eval``: measure an agent on an env, with where in each episode the rubric paid
+or charged; resumable.
+
+    rubricgym eval --env ALFWorld-Rubric-v0 --n 8 --samples 2 --policy endpoint \\
+        --base-url http://127.0.0.1:8080/v1 --model smollm2 --concurrency 2 --out runs/eval
+
+Policies (``--policy``): ``endpoint`` (an OpenAI-compatible chat endpoint; the key only by
+reference, ``--api-key-env`` / ``--api-key-file``, as the judge), ``local`` (a model through
+``rubricgym.models``: ``smollm2``, ``tiny`` or a folder), ``callable`` (``--callable
+module:function``, a user's own agent: called with the chat messages so far, a list of
+``{"role", "content"}`` dicts, and returning the response text; it may accept ``env_id`` and
+``task_id`` keywords). The prompt is the trainer's for that env (``rubricgym.prompts``, chat
+style); the transcript sent is stored with each episode.
+
+Episodes run ``--concurrency`` at a time, each in a worker process of its own (engines change
+process-wide state: never threads). A call that fails after its retries ends the episode as
+``policy_error`` (counted as a failure: what the policy's endpoint did counts against it); an
+env that fails ends it as ``env_error`` (reported apart, not in the success rate). Every
+episode is appended to ``OUT/episodes.jsonl`` as it finishes; ``--resume`` skips the (task,
+sample) pairs already there. ``OUT/summary.json`` holds success rates, returns, tokens, cost
+and the rubric's reward by step index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import math
+import multiprocessing
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rubricgym.env_factories import register_env_factories, registered_env_factories
+from rubricgym.jsonl import iter_json_lines
+from rubricgym.prompts import EpisodeView, PromptSettings, build_messages
+from rubricgym.records import step_records
+from rubricgym.registration import check_env_id, task_ids
+from rubricgym.secret_refs import refuse_inline_secrets
+from rubricgym.trainers.run_files import append_run_line, refuse_links_outside, write_run_file
+
+EPISODES_FILE = "episodes.jsonl"
+SUMMARY_FILE = "summary.json"
+Outcome = Literal["success", "failure", "truncated", "policy_error", "env_error"]
+
+
+class PolicySpec(BaseModel):
+    """What answers: everything a worker process needs to build the policy (no key: only where
+    to read it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["endpoint", "local", "callable"]
+    base_url: str | None = None
+    model: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    api_key_file: str | None = None
+    callable: str | None = Field(None, description="module:function (policy 'callable')")
+    local_model: str = Field("smollm2", description="policy 'local': smollm2, tiny, or a model folder")
+    temperature: float = 0.0
+    max_tokens: int = Field(256, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+
+    @model_validator(mode="after")
+    def _complete(self) -> PolicySpec:
+        refuse_inline_secrets(self.model_dump(), "policy")
+        if self.kind == "endpoint" and not self.base_url:
+            raise ValueError("policy 'endpoint' needs --base-url (an OpenAI-compatible endpoint, e.g. "
+                             "http://127.0.0.1:8080/v1)")
+        if self.kind == "callable" and (not self.callable or ":" not in self.callable):
+            raise ValueError("policy 'callable' needs --callable module:function")
+        return self
+
+
+class EvalSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env_id: str
+    tasks: list[str]
+    samples: int = Field(1, ge=1)
+    seed: int = 0
+    concurrency: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    out: str = "runs/eval"
+    resume: bool = False
+    price_prompt_per_mtok: float = Field(0.0, ge=0)
+    price_completion_per_mtok: float = Field(0.0, ge=0)
+    policy: PolicySpec
+
+
+class Reply(BaseModel):
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class PolicyError(RuntimeError):
+    """The policy could not answer (its endpoint failed after the retries, or it raised)."""
+
+
+ChatPolicy = Callable[[list[dict[str, str]], str, str], Reply]
+
+
+def build_policy(spec: PolicySpec) -> ChatPolicy:
+    """The policy as a function of (messages, env id, task id). Endpoint and local models go
+    through the judge's chat backends: one implementation of bounded, retried calls."""
+    if spec.kind == "callable":
+        module_name, _, name = str(spec.callable).partition(":")
+        function = getattr(importlib.import_module(module_name), name)  # the user named it on the command line
+        accepts = inspect.signature(function).parameters
+
+        def call_user(messages: list[dict[str, str]], env_id: str, task_id: str) -> Reply:
+            extra = {k: v for k, v in (("env_id", env_id), ("task_id", task_id)) if k in accepts}
+            return Reply(text=str(function([dict(m) for m in messages], **extra)))
+
+        return call_user
+    from rubricgym.judges.client import ChatRequest, OpenAIChatBackend, TransformersChatBackend
+    from rubricgym.judges.config import JudgeSettings, ResponseFormat
+
+    if spec.kind == "endpoint":
+        backend: Any = OpenAIChatBackend(JudgeSettings(
+            base_url=spec.base_url, model=spec.model, api_key_env=spec.api_key_env, api_key_file=spec.api_key_file,
+            response_format=ResponseFormat.NONE, timeout_s=spec.timeout_s, max_transport_retries=spec.max_retries,
+            temperature=spec.temperature, seed=None))
+    else:
+        backend = TransformersChatBackend.from_loader(spec.local_model)
+
+    def call_model(messages: list[dict[str, str]], env_id: str, task_id: str) -> Reply:
+        request = ChatRequest(phase="policy", messages=messages, schema_name="policy", json_schema={},
+                              max_tokens=spec.max_tokens, temperature=spec.temperature)
+        try:
+            reply = backend.complete(request)
+        except Exception as exc:  # classified transport failures, a local model's errors
+            raise PolicyError(f"{type(exc).__name__}: {exc}") from exc
+        return Reply(text=reply.text, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+
+    return call_model
+
+
+def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample: int, seed: int) -> dict[str, Any]:
+    """One episode; its record (never raises for what the policy or the env did)."""
+    settings = PromptSettings(style="chat")
+    obs, info = env.reset(seed=seed, options={"task_id": task_id})
+    view = EpisodeView.start(env, obs, info)
+    steps: list[dict[str, Any]] = []
+    transcript: list[list[dict[str, str]]] = []
+    outcome: Outcome = "truncated"
+    error = None
+    tokens = [0, 0]
+    while True:
+        messages = build_messages(view, settings)
+        transcript.append(messages)
+        try:
+            reply = policy(messages, env_id, task_id)
+        except Exception as exc:  # noqa: BLE001 - the policy's failure is the episode's outcome
+            outcome, error = "policy_error", f"{type(exc).__name__}: {exc}"
+            break
+        tokens[0] += reply.prompt_tokens
+        tokens[1] += reply.completion_tokens
+        obs, reward, terminated, truncated, info = env.step(reply.text)
+        records = step_records(info)
+        steps.append({"response": reply.text, "reward": float(reward), "env_reward": float(info["transition"].env_reward),
+                      "rubric": {name: record for name, record in (info.get("rubric") or {}).items()},
+                      "trca_reward": (records.trca().r_TRCA if records.trca() is not None else None),
+                      "accepted": bool(info["transition"].facts.accepted)})
+        view.record(reply.text, obs, info)
+        if info.get("environment_failure"):
+            outcome, error = "env_error", str(info.get("error"))
+            break
+        if terminated or truncated:
+            success = info["outcome"].success if "outcome" in info else None
+            outcome = "success" if success else ("truncated" if truncated and not terminated else "failure")
+            break
+    result = env.unwrapped.trajectory.outcome
+    return {"env_id": env_id, "task_id": task_id, "sample": sample, "seed": seed, "outcome": outcome,
+            "success": outcome == "success", "score": result.score, "steps": len(steps),
+            "return": sum(s["reward"] for s in steps), "env_return": sum(s["env_reward"] for s in steps),
+            "prompt_tokens": tokens[0], "completion_tokens": tokens[1], "error": error,
+            "step_records": steps, "transcript": transcript}
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(settings: EvalSettings, factories: dict[str, Any]) -> None:
+    """A worker process's env and policy, built once (the engine's process-wide state stays here)."""
+    import gymnasium as gym
+
+    register_env_factories(factories)
+    kwargs = {"max_steps": settings.max_steps} if settings.max_steps else {}
+    _WORKER["env"] = gym.make(settings.env_id, **kwargs)
+    _WORKER["policy"] = build_policy(settings.policy)
+
+
+def _worker_episode(env_id: str, task_id: str, sample: int, seed: int) -> dict[str, Any]:
+    return play_episode(_WORKER["env"], _WORKER["policy"], env_id, task_id, sample, seed)
+
+
+def done_pairs(path: Path) -> set[tuple[str, int]]:
+    if not path.is_file():
+        return set()
+    return {(str(r["task_id"]), int(r["sample"])) for _, r in iter_json_lines(path, what="an episode record")}
+
+
+def summarize(records: Sequence[dict[str, Any]], settings: EvalSettings) -> dict[str, Any]:
+    """Success rates (overall, per task, pass@k), returns, tokens, cost, and per step index the
+    mean reward the rubric paid (positive) or charged (negative)."""
+    counted = [r for r in records if r["outcome"] != "env_error"]
+    by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in counted:
+        by_task[r["task_id"]].append(r)
+    by_step: dict[int, list[float]] = defaultdict(list)
+    for r in counted:
+        for t, step in enumerate(r["step_records"]):
+            by_step[t].append(step["reward"] - step["env_reward"])
+    prompt = sum(r["prompt_tokens"] for r in records)
+    completion = sum(r["completion_tokens"] for r in records)
+    return {
+        "env_id": settings.env_id, "policy": settings.policy.model_dump(exclude={"api_key_file"}),
+        "episodes": len(records), "counted": len(counted),
+        "outcomes": {k: sum(1 for r in records if r["outcome"] == k) for k in
+                     ("success", "failure", "truncated", "policy_error", "env_error")},
+        "success_rate": sum(r["success"] for r in counted) / len(counted) if counted else math.nan,
+        "pass_at_k": sum(any(r["success"] for r in rs) for rs in by_task.values()) / len(by_task) if by_task else math.nan,
+        "per_task_success": {t: sum(r["success"] for r in rs) / len(rs) for t, rs in sorted(by_task.items())},
+        "mean_return": sum(r["return"] for r in counted) / len(counted) if counted else math.nan,
+        "rubric_reward_by_step": {str(t): sum(v) / len(v) for t, v in sorted(by_step.items())},
+        "prompt_tokens": prompt, "completion_tokens": completion,
+        "cost_usd": (prompt * settings.price_prompt_per_mtok + completion * settings.price_completion_per_mtok) / 1e6,
+    }
+
+
+def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
+    out = Path(settings.out)
+    if out.exists():
+        refuse_links_outside(out)
+    out.mkdir(parents=True, exist_ok=True)
+    episodes = out / EPISODES_FILE
+    if episodes.exists() and not settings.resume:
+        raise FileExistsError(f"{episodes} exists: pass --resume to continue it, or another --out")
+    done = done_pairs(episodes)
+    jobs = [(task, sample, settings.seed + 1000 * sample + i) for i, task in enumerate(settings.tasks)
+            for sample in range(settings.samples) if (task, sample) not in done]
+    if jobs:
+        # spawn: torch and the engines are not fork-safe once loaded; workers get this process's env factories
+        with ProcessPoolExecutor(max_workers=min(settings.concurrency, len(jobs)),
+                                 mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
+                                 initargs=(settings, registered_env_factories())) as pool:
+            pending: set[Future[dict[str, Any]]] = {pool.submit(_worker_episode, settings.env_id, task, sample, seed)
+                                                    for task, sample, seed in jobs}
+            finished = 0
+            while pending:
+                ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in ready:
+                    record = future.result()
+                    append_run_line(episodes, json.dumps(record, default=str))
+                    finished += 1
+                    if progress is not None:
+                        progress(record, finished, len(jobs))
+    records = [r for _, r in iter_json_lines(episodes, what="an episode record")] if episodes.exists() else []
+    summary = summarize(records, settings)
+    write_run_file(out / SUMMARY_FILE, json.dumps(summary, indent=2, default=str))
+    return summary
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", dest="env_id", required=True, help="a registered env id")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--tasks", help="comma-separated task ids")
+    which.add_argument("--n", type=int, help="the env's first N tasks of the split")
+    parser.add_argument("--split", choices=("train", "eval"), default="train", help="which tasks --n draws from")
+    parser.add_argument("--samples", type=int, default=1, help="episodes per task (pass@k over them)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--policy", choices=("endpoint", "local", "callable"), required=True)
+    parser.add_argument("--base-url", help="policy 'endpoint': OpenAI-compatible endpoint")
+    parser.add_argument("--model", default="gpt-4o-mini", help="policy 'endpoint': the model name sent")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the endpoint's key")
+    parser.add_argument("--api-key-file", help="file whose first line is the endpoint's key")
+    parser.add_argument("--callable", help="policy 'callable': module:function")
+    parser.add_argument("--local-model", default="smollm2", help="policy 'local': smollm2, tiny or a model folder")
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--max-tokens", type=int, default=256, help="response tokens per turn")
+    parser.add_argument("--max-steps", type=int, help="steps per episode (default: the env's)")
+    parser.add_argument("--concurrency", type=int, default=1, help="episodes in flight, one worker process each")
+    parser.add_argument("--out", default="runs/eval")
+    parser.add_argument("--resume", action="store_true", help="continue OUT/episodes.jsonl")
+    parser.add_argument("--price-prompt", type=float, default=0.0, help="USD per 1M prompt tokens")
+    parser.add_argument("--price-completion", type=float, default=0.0, help="USD per 1M completion tokens")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        env_id = check_env_id(args.env_id)
+        if args.tasks:
+            tasks = [t for t in args.tasks.split(",") if t]
+        else:
+            available = list(task_ids(env_id, split=args.split))
+            tasks = available[: args.n] if args.n else available
+        settings = EvalSettings(
+            env_id=env_id, tasks=tasks, samples=args.samples, seed=args.seed, concurrency=args.concurrency,
+            max_steps=args.max_steps, out=args.out, resume=args.resume, price_prompt_per_mtok=args.price_prompt,
+            price_completion_per_mtok=args.price_completion,
+            policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
+                              api_key_file=args.api_key_file, callable=args.callable, local_model=args.local_model,
+                              temperature=args.temperature, max_tokens=args.max_tokens))
+    except (ValueError, LookupError) as exc:  # bad settings, an unknown env id (with the nearest ids)
+        print(f"rubricgym eval: {exc}", file=sys.stderr)
+        return 2
+
+    def progress(record: dict[str, Any], finished: int, total: int) -> None:
+        print(f"[{finished}/{total}] {record['task_id']} #{record['sample']}: {record['outcome']} "
+              f"return {record['return']:+.3f} in {record['steps']} steps", flush=True)
+
+    try:
+        summary = run_eval(settings, progress)
+    except FileExistsError as exc:
+        print(f"rubricgym eval: {exc}", file=sys.stderr)
+        return 2
+    print(f"success {summary['success_rate']:.3f} over {summary['counted']} episodes (pass@{settings.samples} "
+          f"{summary['pass_at_k']:.3f}); outcomes {summary['outcomes']}; tokens {summary['prompt_tokens']}+"
+          f"{summary['completion_tokens']}; results: {Path(settings.out) / EPISODES_FILE}, {SUMMARY_FILE}")
+    return 0
