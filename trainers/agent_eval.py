@@ -9,7 +9,8 @@ reference, ``--api-key-env`` / ``--api-key-file``, as the judge), ``local`` (a m
 ``rubricgym.models``: ``smollm2``, ``tiny`` or a folder), ``callable`` (``--callable
 module:function``, a user's own agent: called with the chat messages so far, a list of
 ``{"role", "content"}`` dicts, and returning the response text; it may accept ``env_id`` and
-``task_id`` keywords). The prompt is the trainer's for that env (``rubricgym.prompts``, chat
+``task_id`` keywords), ``adapter`` (``--adapter RUN_DIR``: a training run's LoRA weights on
+its base model, through the pickle-free checkpoint reader). The prompt is the trainer's for that env (``rubricgym.prompts``, chat
 style); the transcript sent is stored with each episode.
 
 Episodes run ``--concurrency`` at a time, each in a worker process of its own (engines change
@@ -57,13 +58,14 @@ class PolicySpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["endpoint", "local", "callable"]
+    kind: Literal["endpoint", "local", "callable", "adapter"]
     base_url: str | None = None
     model: str = "gpt-4o-mini"
     api_key_env: str = "OPENAI_API_KEY"
     api_key_file: str | None = None
     callable: str | None = Field(None, description="module:function (policy 'callable')")
     local_model: str = Field("smollm2", description="policy 'local': smollm2, tiny, or a model folder")
+    adapter: str | None = Field(None, description="policy 'adapter': a training run folder (its newest intact checkpoint)")
     temperature: float = 0.0
     max_tokens: int = Field(256, ge=1)
     timeout_s: float = Field(60.0, gt=0)
@@ -77,6 +79,8 @@ class PolicySpec(BaseModel):
                              "http://127.0.0.1:8080/v1)")
         if self.kind == "callable" and (not self.callable or ":" not in self.callable):
             raise ValueError("policy 'callable' needs --callable module:function")
+        if self.kind == "adapter" and not self.adapter:
+            raise ValueError("policy 'adapter' needs --adapter RUN_DIR (a rubricgym train run folder)")
         return self
 
 
@@ -130,6 +134,9 @@ def build_policy(spec: PolicySpec) -> ChatPolicy:
             base_url=spec.base_url, model=spec.model, api_key_env=spec.api_key_env, api_key_file=spec.api_key_file,
             response_format=ResponseFormat.NONE, timeout_s=spec.timeout_s, max_transport_retries=spec.max_retries,
             temperature=spec.temperature, seed=None))
+    elif spec.kind == "adapter":
+        model, tokenizer, label = trained_adapter(Path(str(spec.adapter)))
+        backend = TransformersChatBackend(model, tokenizer, model_id=label)
     else:
         backend = TransformersChatBackend.from_loader(spec.local_model)
 
@@ -143,6 +150,40 @@ def build_policy(spec: PolicySpec) -> ChatPolicy:
         return Reply(text=reply.text, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
 
     return call_model
+
+
+def intact_checkpoint(run_dir: Path) -> Any:
+    """The newest checkpoint of a run folder that verifies (pickle-free reader), else ValueError."""
+    from rubricgym.trainers.checkpoint import newest_intact
+
+    loaded, skipped = newest_intact(run_dir, move_aside=False)
+    if loaded is None:
+        why = "; ".join(skipped) or "no checkpoint in it"
+        raise ValueError(f"--adapter {run_dir}: not a run folder with an intact checkpoint ({why})")
+    return loaded
+
+
+def trained_adapter(run_dir: Path) -> tuple[Any, Any, str]:
+    """(model, tokenizer, label) of a training run: the base model its config names with the
+    LoRA weights of its newest intact checkpoint, read by the pickle-free checkpoint reader
+    (JSON state, safetensors tensors). Nothing in the run folder names code to import."""
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict  # the train extra
+
+    from rubricgym.models import load_causal_lm
+    from rubricgym.trainers.config import TrainConfig
+
+    loaded = intact_checkpoint(run_dir)
+    config = TrainConfig.model_validate(loaded.state.config)
+    model, tokenizer = load_causal_lm(config.model.name, seed=config.run.seed)
+    lora = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
+                      target_modules=list(config.lora.target_modules), task_type="CAUSAL_LM")
+    model = get_peft_model(model, lora)
+    result = set_peft_model_state_dict(model, loaded.adapter)
+    if getattr(result, "unexpected_keys", None):
+        raise ValueError(f"--adapter {run_dir}: its adapter does not fit {config.model.name!r} "
+                         f"(unexpected keys {list(result.unexpected_keys)[:3]})")
+    model.eval()
+    return model, tokenizer, f"adapter:{run_dir.name}@{loaded.state.iteration}"
 
 
 def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample: int, seed: int) -> dict[str, Any]:
@@ -191,16 +232,27 @@ _WORKER: dict[str, Any] = {}
 
 
 def _start_worker(settings: EvalSettings, factories: dict[str, Any]) -> None:
-    """A worker process's env and policy, built once (the engine's process-wide state stays here)."""
+    """A worker process's env and policy, built once (the engine's process-wide state stays
+    here). What fails to build is kept and becomes each episode's labelled outcome."""
     import gymnasium as gym
 
     register_env_factories(factories)
     kwargs = {"max_steps": settings.max_steps} if settings.max_steps else {}
-    _WORKER["env"] = gym.make(settings.env_id, **kwargs)
-    _WORKER["policy"] = build_policy(settings.policy)
+    for name, build, outcome in (("env", lambda: gym.make(settings.env_id, **kwargs), "env_error"),
+                                 ("policy", lambda: build_policy(settings.policy), "policy_error")):
+        try:
+            _WORKER[name] = build()
+        except Exception as exc:  # noqa: BLE001 - reported in every episode record, never a dead pool
+            _WORKER["broken"] = (outcome, f"{name} could not be built: {type(exc).__name__}: {exc}")
+            return
 
 
 def _worker_episode(env_id: str, task_id: str, sample: int, seed: int) -> dict[str, Any]:
+    if "broken" in _WORKER:
+        outcome, error = _WORKER["broken"]
+        return {"env_id": env_id, "task_id": task_id, "sample": sample, "seed": seed, "outcome": outcome,
+                "success": False, "score": None, "steps": 0, "return": 0.0, "env_return": 0.0, "prompt_tokens": 0,
+                "completion_tokens": 0, "error": error, "step_records": [], "transcript": []}
     return play_episode(_WORKER["env"], _WORKER["policy"], env_id, task_id, sample, seed)
 
 
@@ -279,13 +331,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=("train", "eval"), default="train", help="which tasks --n draws from")
     parser.add_argument("--samples", type=int, default=1, help="episodes per task (pass@k over them)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--policy", choices=("endpoint", "local", "callable"), required=True)
+    parser.add_argument("--policy", choices=("endpoint", "local", "callable", "adapter"), required=True)
     parser.add_argument("--base-url", help="policy 'endpoint': OpenAI-compatible endpoint")
     parser.add_argument("--model", default="gpt-4o-mini", help="policy 'endpoint': the model name sent")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the endpoint's key")
     parser.add_argument("--api-key-file", help="file whose first line is the endpoint's key")
     parser.add_argument("--callable", help="policy 'callable': module:function")
     parser.add_argument("--local-model", default="smollm2", help="policy 'local': smollm2, tiny or a model folder")
+    parser.add_argument("--adapter", help="policy 'adapter': a training run folder (weights only, pickle-free)")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--max-tokens", type=int, default=256, help="response tokens per turn")
     parser.add_argument("--max-steps", type=int, help="steps per episode (default: the env's)")
@@ -310,7 +363,10 @@ def run(args: argparse.Namespace) -> int:
             price_completion_per_mtok=args.price_completion,
             policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
                               api_key_file=args.api_key_file, callable=args.callable, local_model=args.local_model,
+                              adapter=args.adapter,
                               temperature=args.temperature, max_tokens=args.max_tokens))
+        if settings.policy.kind == "adapter":
+            intact_checkpoint(Path(str(settings.policy.adapter)))  # refused here, not in every worker
     except (ValueError, LookupError) as exc:  # bad settings, an unknown env id (with the nearest ids)
         print(f"rubricgym eval: {exc}", file=sys.stderr)
         return 2

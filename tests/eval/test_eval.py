@@ -91,3 +91,37 @@ def test_bad_input_is_refused_with_what_to_do(tmp_path, capsys):
     assert main(["eval", "--env", ENV, "--n", "1", "--policy", "callable", "--callable", "eval_agents:expert",
                  "--out", str(tmp_path)]) == 2
     assert "--resume" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_trained_runs_adapter_plays_with_its_checkpointed_weights(tmp_path):
+    """--adapter RUN_DIR: the base model its config names plus the LoRA weights of its newest
+    checkpoint (safetensors, pickle-free), which the worker then plays with."""
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
+    import torch
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    from rubricgym.trainers.agent_eval import trained_adapter
+    from rubricgym.trainers.checkpoint import ADAPTER_FILE, latest_checkpoint
+
+    output = tmp_path / "runs"
+    assert main(["train", "--set", "model.name=tiny", "--set", f"env.id={ENV}", "--set", "env.max_steps=2",
+                 "--set", "algorithm.group_size=2", "--set", "algorithm.advantage=grpo", "--set", "algorithm.lr=0.05", "--set", "algorithm.entropy_coef=0.5",
+                 "--set", "algorithm.skip_zero_advantage=false", "--set", "generation.max_new_tokens=8",
+                 "--set", "run.iterations=1", "--set", "run.checkpoint_every=1", "--set", "run.evaluate_after=false",
+                 "--set", "run.progress=false", "--set", "warmup.enabled=false", "--output-dir", str(output)]) == 0
+    (run,) = [p.parent for p in output.rglob("config.yaml")]
+    saved = load_file(str(latest_checkpoint(run) / ADAPTER_FILE))
+    model, _, label = trained_adapter(run)
+    loaded = get_peft_model_state_dict(model)
+    assert label.endswith("@1") and set(saved) <= set(loaded)
+    assert all(torch.equal(saved[k], loaded[k]) for k in saved)
+    assert any(v.abs().sum() > 0 for k, v in saved.items() if "lora_B" in k)  # trained: B moved off zero
+    out = tmp_path / "eval"
+    assert main(["eval", "--env", ENV, "--n", "1", "--policy", "adapter", "--adapter", str(run), "--max-steps", "2",
+                 "--max-tokens", "8", "--out", str(out)]) == 0
+    (record,) = episodes(out)
+    assert record["outcome"] in ("truncated", "failure") and record["steps"] == 2
+    assert main(["eval", "--env", ENV, "--n", "1", "--policy", "adapter", "--adapter", str(tmp_path),
+                 "--out", str(tmp_path / "none")]) == 2  # not a run folder: refused before any worker starts
