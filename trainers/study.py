@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import multiprocessing
@@ -39,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rubricgym.env_factories import register_env_factories, registered_env_factories
 from rubricgym.credit.estimators import get_estimator
 from rubricgym.trainers.config import load_config
+from rubricgym.trainers.run_files import write_run_file
 from rubricgym.trainers.trainer import Trainer
 
 #: what a matched study must state (the estimators' own defaults differ in these)
@@ -119,7 +121,7 @@ def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> li
         row.update({k: float(m.get(k, float("nan"))) for k in CURVE_FIELDS[4:]})
         rows.append(row)
     finished.parent.mkdir(parents=True, exist_ok=True)
-    finished.write_text(json.dumps(rows), encoding="utf-8")
+    write_run_file(finished, json.dumps(rows))
     return rows
 
 
@@ -164,18 +166,20 @@ def plot(rows: list[dict[str, Any]], out: Path, target: float) -> list[Path]:
 
 def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path,
                   failed: dict[str, str] | None = None, objective: dict[str, Any] | None = None) -> dict[str, Any]:
-    with open(out / "study.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(CURVE_FIELDS))
-        writer.writeheader()
-        writer.writerows(rows)
-    (out / "study.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=list(CURVE_FIELDS))
+    writer.writeheader()
+    writer.writerows(rows)
+    # run-file writers: atomic, never through a link, keys this process read redacted
+    write_run_file(out / "study.csv", table.getvalue())
+    write_run_file(out / "study.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     needed = trajectories_to_target(rows, settings.target_success)
     final = {est: curve[-1][1] for est, curve in mean_curves(rows).items()}
     summary = {"settings": settings.model_dump(), "objective": objective, "trajectories_to_target": needed,
                "final_success_mean": final,
                "failed_runs": failed or {},
                "plots": [p.name for p in plot(rows, out, settings.target_success)] if rows else []}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    write_run_file(out / "summary.json", json.dumps(summary, indent=2))
     lines = [f"| estimator | trajectories to success >= {settings.target_success:g} | final success (seed mean) |",
              "|---|---|---|"]
     lines += [f"| `{est}` | {needed[est] if needed[est] is not None else 'not reached'} | {final[est]:.3f} |"
@@ -184,7 +188,7 @@ def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path
     if objective:
         lines.append("\nEvery run trained with the same objective: "
                      + ", ".join(f"{k}={v}" for k, v in objective.items()))
-    (out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_run_file(out / "summary.md", "\n".join(lines) + "\n")
     return summary
 
 
