@@ -126,8 +126,8 @@ def build_policy(spec: PolicySpec) -> ChatPolicy:
             return Reply(text=str(function([dict(m) for m in messages], **extra)))
 
         return call_user
-    from rubricgym.judges.client import ChatRequest, OpenAIChatBackend, TransformersChatBackend
-    from rubricgym.judges.config import JudgeSettings, ResponseFormat
+    from rubricgym.judges.client import ChatRequest, OpenAIChatBackend, TransformersChatBackend  # optional: the judge extra (openai)
+    from rubricgym.judges.config import JudgeSettings, ResponseFormat  # optional: the judge extra
 
     if spec.kind == "endpoint":
         backend: Any = OpenAIChatBackend(JudgeSettings(
@@ -154,7 +154,7 @@ def build_policy(spec: PolicySpec) -> ChatPolicy:
 
 def intact_checkpoint(run_dir: Path) -> Any:
     """The newest checkpoint of a run folder that verifies (pickle-free reader), else ValueError."""
-    from rubricgym.trainers.checkpoint import newest_intact
+    from rubricgym.trainers.checkpoint import newest_intact  # lazy CLI: torch and peft only for --adapter
 
     loaded, skipped = newest_intact(run_dir, move_aside=False)
     if loaded is None:
@@ -234,7 +234,7 @@ _WORKER: dict[str, Any] = {}
 def _start_worker(settings: EvalSettings, factories: dict[str, Any]) -> None:
     """A worker process's env and policy, built once (the engine's process-wide state stays
     here). What fails to build is kept and becomes each episode's labelled outcome."""
-    import gymnasium as gym
+    import gymnasium as gym  # lazy CLI: imported in the worker process that plays
 
     register_env_factories(factories)
     kwargs = {"max_steps": settings.max_steps} if settings.max_steps else {}

@@ -50,7 +50,7 @@ def rubricgym_dataset(env_id: str, seeds: Iterable[int], tasks: Sequence[str] | 
     """A ``datasets.Dataset`` of prompt rows: one per seed, with the task of that seed (the
     env id's train tasks in turn, or ``tasks``). The ``prompt`` column only labels the row in
     TRL's logs; the episode's real prompt is built from the env."""
-    from datasets import Dataset
+    from datasets import Dataset  # optional: the trl extra (TRL brings datasets)
 
     tasks = list(tasks) if tasks is not None else task_ids(check_env_id(env_id))
     rows = [{"prompt": f"{env_id} task {tasks[i % len(tasks)]} seed {seed}", "seed": int(seed),

@@ -116,8 +116,8 @@ class RubricRollout:
     def _generate(trainer: Any, sequences: Sequence[list[int]], max_new_tokens: int) -> list[list[int]]:
         """One sampled response per sequence with TRL's model and sampling settings, cut after
         the first stop token (as TRL's own transformers path does)."""
-        import torch
-        from trl.models import unwrap_model_for_generation
+        import torch  # optional: the trl extra
+        from trl.models import unwrap_model_for_generation  # optional: the trl extra
 
         tokenizer = trainer.processing_class
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id

@@ -42,7 +42,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("registration", ("rubricgym.benchmark", "rubricgym.attach", "rubricgym.registration", "rubricgym.env_factories")),
     ("tools", ("rubricgym.demo", "rubricgym.llm_server", "rubricgym.cli", "rubricgym.report",
                "rubricgym.trca.cli", "rubricgym.trca.generate", "rubricgym.trca.recording", "rubricgym.judges.cli",
-               "rubricgym.trca", "rubricgym.judges", "rubricgym.operator_libraries")),
+               "rubricgym.trca", "rubricgym.judges", "rubricgym.operator_libraries",
+               "rubricgym.integrations")),
 ]
 TOP = "rubricgym"  # the package itself imports everything it exports
 CLI_MODULES = re.compile(r"(^|\.)cli$|^rubricgym\.trainers\.study$")
