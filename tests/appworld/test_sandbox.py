@@ -118,7 +118,9 @@ def test_agent_code_writes_only_its_outputs_folder(env, tmp_path):
     before = targets[-1].read_bytes()
     for target in targets:
         obs = run(env, writer + f"write({str(target)!r})")
-        assert "Error" in obs, (target, obs)
+        # under /tmp a write can land in the sandbox's own /tmp (a checkout there has its
+        # mount points' parents in it): it never reaches the host (checked below)
+        assert "Error" in obs or Path("/tmp") in target.parents, (target, obs)
     assert not any(t.exists() for t in targets[:-1]) and targets[-1].read_bytes() == before
     obs = run(env, writer + "write('/tmp/private.txt')\nprint('ok')")  # its own /tmp, not the host's
     assert obs.strip().endswith("ok") and not Path("/tmp/private.txt").exists()
