@@ -39,7 +39,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rubricgym.env_factories import register_env_factories, registered_env_factories
 from rubricgym.jsonl import iter_json_lines
 from rubricgym.prompts import EpisodeView, PromptSettings, build_messages
 from rubricgym.records import step_records
@@ -231,12 +230,11 @@ def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(settings: EvalSettings, factories: dict[str, Any]) -> None:
+def _start_worker(settings: EvalSettings) -> None:
     """A worker process's env and policy, built once (the engine's process-wide state stays
     here). What fails to build is kept and becomes each episode's labelled outcome."""
     import gymnasium as gym  # lazy CLI: imported in the worker process that plays
 
-    register_env_factories(factories)
     kwargs = {"max_steps": settings.max_steps} if settings.max_steps else {}
     for name, build, outcome in (("env", lambda: gym.make(settings.env_id, **kwargs), "env_error"),
                                  ("policy", lambda: build_policy(settings.policy), "policy_error")):
@@ -302,10 +300,10 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
     jobs = [(task, sample, settings.seed + 1000 * sample + i) for i, task in enumerate(settings.tasks)
             for sample in range(settings.samples) if (task, sample) not in done]
     if jobs:
-        # spawn: torch and the engines are not fork-safe once loaded; workers get this process's env factories
+        # spawn: torch and the engines are not fork-safe once loaded (env ids register on import)
         with ProcessPoolExecutor(max_workers=min(settings.concurrency, len(jobs)),
                                  mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
-                                 initargs=(settings, registered_env_factories())) as pool:
+                                 initargs=(settings,)) as pool:
             pending: set[Future[dict[str, Any]]] = {pool.submit(_worker_episode, settings.env_id, task, sample, seed)
                                                     for task, sample, seed in jobs}
             finished = 0

@@ -218,11 +218,15 @@ def run_study(settings: StudySettings) -> dict[str, Any]:
     if settings.jobs == 1:
         results = [_run_one_safely(run_settings, e, s, out / "runs") for e, s in pairs]
     else:
-        # spawn: torch and the engines are not fork-safe once loaded; each process gets this
-        # process's registered env factories (env.factory names one of them)
+        # spawn: torch and the engines are not fork-safe once loaded; each process gets the env
+        # factory the config names, when this process registered it (only that one: others
+        # registered here need not be picklable)
+        name = load_config(settings.config, settings.overrides).env.factory
+        registered = registered_env_factories()
+        factories = {name: registered[name]} if name and name in registered else {}
         with ProcessPoolExecutor(max_workers=min(settings.jobs, len(pairs)),
                                  mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=register_env_factories, initargs=(registered_env_factories(),)) as pool:
+                                 initializer=register_env_factories, initargs=(factories,)) as pool:
             futures = [pool.submit(_run_one_safely, run_settings, e, s, out / "runs") for e, s in pairs]
             results = []
             for future in futures:
