@@ -38,6 +38,7 @@ from rubricgym.env import RubricEnv
 from rubricgym.env_factories import UnknownEnvFactory, env_factory_names, register_env_factory
 from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar, parse_response
 from rubricgym.records import StepRecords, step_records
+from rubricgym.remote import REMOTE_ENV_ID, register_remote_env
 from rubricgym.registration import (
     BENCHMARKS,
     BenchmarkNotInstalled,
@@ -57,11 +58,13 @@ from rubricgym.rewards import ComponentScore, RewardComponent, RewardContext, Re
 __version__ = "0.1.0"
 
 discover()
+register_remote_env()  # rubricgym/Remote-v0: a served env (rubricgym serve-env), played from here
 
 __all__ = [
     "ACTION_GRAMMAR",
     "Adapter",
     "BENCHMARKS",
+    "REMOTE_ENV_ID",
     "BenchmarkNotInstalled",
     "BenchmarkSpec",
     "CommandSpec",

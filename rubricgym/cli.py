@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("rubricgym.trainers.agent_eval", "measure an agent (endpoint, local model or your function) on an env, per-step credit included"),
     "judge": ("rubricgym.judges.cli", "score stored trajectories with an LLM rubric judge"),
     "report": ("rubricgym.report.cli", "HTML report of a run folder or a trajectory file"),
+    "serve-env": ("rubricgym.remote.server", "serve an env over OpenEnv's protocol (WebSocket; loopback by default)"),
     "serve-llm": ("rubricgym.llm_server", "serve the packaged SmolLM2 on 127.0.0.1 (OpenAI-compatible, llama.cpp)"),
 }
 

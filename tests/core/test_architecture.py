@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools", ("rubricgym.demo", "rubricgym.llm_server", "rubricgym.cli", "rubricgym.report",
                "rubricgym.trca.cli", "rubricgym.trca.generate", "rubricgym.trca.recording", "rubricgym.judges.cli",
                "rubricgym.trca", "rubricgym.judges", "rubricgym.operator_libraries",
-               "rubricgym.integrations")),
+               "rubricgym.integrations", "rubricgym.remote")),
 ]
 TOP = "rubricgym"  # the package itself imports everything it exports
 CLI_MODULES = re.compile(r"(^|\.)cli$|^rubricgym\.trainers\.study$")

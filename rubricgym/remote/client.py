@@ -1,0 +1,141 @@
+"""``RemoteEnv``: a real ``gymnasium.Env`` over a served env's WebSocket (OpenEnv's client).
+
+Not the trainer's worker-side ``rubricgym.trainers.env_workers.RemoteEnv`` (a view of a slot
+in a local worker pool): this one plays ``rubricgym serve-env`` on any host. ``info`` and
+``trajectory`` are the in-process ones, rebuilt through this process's benchmark registry.
+Every wait is bounded (``timeout_s``); a server that dies or stops answering ends the episode
+as a truncated, labelled engine failure, and the next ``reset`` connects afresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import gymnasium as gym
+from openenv.core import EnvClient, State
+from openenv.core.client_types import StepResult
+
+from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
+from rubricgym.env import MAX_TEXT
+from rubricgym.remote.wire import (
+    PROTOCOL, Handshake, RubricAction, RubricObservation, WireMeta, info_from_json, schema_digest,
+)
+from rubricgym.spaces import UnicodeText
+
+__all__ = ["RemoteEnv", "RemoteEnvError", "RubricEnvClient"]
+
+SERVER_GONE = "EngineFailure: remote env server"
+
+
+class RemoteEnvError(RuntimeError):
+    """The server refused a request (handshake, capacity, bad reset arguments)."""
+
+
+class RubricEnvClient(EnvClient[RubricAction, RubricObservation, State]):
+    """OpenEnv's ``EnvClient`` typed for rubricgym's wire models."""
+
+    def _step_payload(self, action: RubricAction) -> dict[str, Any]:
+        return {"action": action.action}
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[RubricObservation]:
+        obs = payload.get("observation") or {}
+        observation = RubricObservation(text=obs.get("text", ""), metadata=obs.get("metadata") or payload.get("metadata") or {},
+                                        reward=payload.get("reward"), done=bool(payload.get("done")))
+        return StepResult(observation=observation, reward=payload.get("reward"), done=bool(payload.get("done")))
+
+    def _parse_state(self, payload: dict[str, Any]) -> State:
+        return State(**payload)
+
+
+class RemoteEnv(gym.Env[str, str]):
+    """A served rubricgym env: ``gym.make("rubricgym/Remote-v0", url=..., env_id=...)``."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, url: str, env_id: str | None = None, timeout_s: float = 180.0, connect_timeout_s: float = 10.0,
+                 render_mode: str | None = None):
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.url, self.env_id, self.timeout_s = url, env_id, timeout_s
+        self.render_mode = render_mode
+        self.observation_space = UnicodeText(MAX_TEXT)
+        self.action_space = UnicodeText(MAX_TEXT)
+        self.trajectory: Trajectory | None = None
+        self._client = RubricEnvClient(base_url=url, connect_timeout_s=connect_timeout_s, message_timeout_s=timeout_s)
+        self._sync = self._client.sync()
+        self._done = True
+        self._last = ""
+
+    # -- gymnasium API -------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        handshake = Handshake(protocol=PROTOCOL, schema_digest=schema_digest(), env_id=self.env_id)
+        data: dict[str, Any] = {"seed": seed, "handshake": handshake.model_dump()}
+        if (options or {}).get("task_id") is not None:
+            data["task_id"] = options["task_id"]  # type: ignore[index]
+        try:
+            result = self._call(lambda: self._sync.reset(**data))
+        except RuntimeError as exc:
+            raise RemoteEnvError(f"{self.url}: {exc}") from None
+        except (OSError, TimeoutError, asyncio.TimeoutError) as exc:
+            raise RemoteEnvError(f"{self.url}: no session ({type(exc).__name__}: {exc})") from None
+        meta = WireMeta.model_validate(result.observation.metadata)
+        self.trajectory = Trajectory.model_validate(meta.trajectory) if meta.trajectory else None
+        self._done = False
+        self._last = result.observation.text
+        return result.observation.text, info_from_json(meta.info, meta.models)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._done:
+            raise gym.error.ResetNeeded("call reset() before step() (the last episode is over)")
+        try:
+            result = self._call(lambda: self._sync.step(RubricAction(action=action)))
+        except (RuntimeError, OSError, TimeoutError, asyncio.TimeoutError, ValueError) as exc:
+            return self._failed(action, f"{SERVER_GONE} {self.url}: {type(exc).__name__}: {exc}")
+        meta = WireMeta.model_validate(result.observation.metadata)
+        info = info_from_json(meta.info, meta.models)
+        if meta.trajectory is not None:
+            self.trajectory = Trajectory.model_validate(meta.trajectory)
+        elif self.trajectory is not None and isinstance(info.get("transition"), Transition):
+            self.trajectory.transitions.append(info["transition"].model_copy(deep=True))
+        if "trajectory" in info and isinstance(info["trajectory"], Trajectory):
+            info["trajectory"] = self.trajectory
+        if info.get("environment_failure") and "transition" not in info:
+            return self._failed(action, str(info.get("error")), info)
+        self._done = bool(meta.terminated or meta.truncated)
+        self._last = result.observation.text
+        return result.observation.text, float(result.reward or 0.0), meta.terminated, meta.truncated, info
+
+    def render(self) -> str | None:
+        return self._last if self.render_mode == "ansi" else None
+
+    def close(self) -> None:
+        try:
+            self._call(self._sync.close)
+        except Exception:  # closing a dead connection is not an error
+            pass
+        super().close()
+
+    # -- helpers -------------------------------------------------------------------------
+    def _call(self, fn: Any) -> Any:
+        """One client call: OpenEnv bounds the connect (``connect_timeout_s``) and each answer
+        (``timeout_s``), so no call waits past them."""
+        return fn()
+
+    def _failed(self, response: str, error: str, info: dict[str, Any] | None = None) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """End the episode as a truncated, labelled engine failure (not the agent's doing)."""
+        self._done = True
+        observation = f"The environment failed: {error}"
+        transition = None
+        if self.trajectory is not None:
+            transition = Transition(benchmark=self.trajectory.benchmark, step=len(self.trajectory.transitions),
+                                    response=response, action=ParsedAction(ok=False, detail="not stepped: the env is gone"),
+                                    observation=observation, facts=Facts(parsed=False, episode_done=True),
+                                    truncated=True, error=error)
+            self.trajectory.transitions.append(transition)
+        out = {**(info or {}), "environment_failure": True, "error": error}
+        if transition is not None:
+            out.update(transition=transition, trajectory=self.trajectory, outcome=self.trajectory.outcome)
+        self._last = observation
+        return observation, 0.0, False, True, out

@@ -1,0 +1,230 @@
+"""The envs behind ``rubricgym serve-env``: one env per session, hosted in worker processes.
+
+Sessions never run as threads of the server: the engines change process-wide state (random
+generators, working directory, environment variables). Session slot k lives in worker k mod N,
+a spawned process answering JSON over a pipe (the design of the trainer's env-worker pool,
+``rubricgym.trainers.env_workers``, whose module imports the whole trainer: ~20 s per process).
+A worker answers one request at a time, so no two engines ever step at once in one process.
+A worker that dies or stops answering ends the episodes it hosted as labelled engine failures
+and is replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import threading
+import time
+from typing import Any
+
+import gymnasium as gym
+
+from rubricgym.contract import Trajectory
+from rubricgym.registration import check_env_id, discover
+from rubricgym.remote.wire import info_to_json
+
+log = logging.getLogger(__name__)
+
+__all__ = ["NoFreeSession", "SessionHost", "SessionPool", "SessionWorker", "WorkerDied"]
+
+
+class NoFreeSession(RuntimeError):
+    """Every session slot is taken (``--max-sessions``)."""
+
+
+class WorkerDied(RuntimeError):
+    """The worker process ended (or stopped answering) during a call."""
+
+
+# ---- inside a worker -------------------------------------------------------------------
+class SessionHost:
+    """The envs of one worker, by slot (made on first use, reused by later sessions of the
+    slot: every reset starts afresh); every request and answer is a JSON string."""
+
+    def __init__(self, env_id: str, make_kwargs: dict[str, Any]):
+        self.env_id, self.make_kwargs = env_id, make_kwargs
+        self.envs: dict[int, gym.Env] = {}
+
+    def env(self, slot: int) -> gym.Env:
+        if slot not in self.envs:
+            self.envs[slot] = gym.make(self.env_id, **self.make_kwargs)
+        return self.envs[slot]
+
+    def handle(self, request: str) -> str:
+        req = json.loads(request)
+        op = req.get("op")
+        if op == "close":
+            self.close()
+            return json.dumps({"closed": True})
+        if op not in ("reset", "step"):
+            return json.dumps({"error": f"unknown op {op!r}"})
+        item = req.get("item", {})
+        try:
+            return json.dumps(self._reset(item) if op == "reset" else self._step(item))
+        except Exception as exc:  # an engine error is this session's, never the worker's end
+            log.exception("env %s failed in a session worker", op)
+            return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+
+    def _reset(self, item: dict[str, Any]) -> dict[str, Any]:
+        env = self.env(int(item["slot"]))
+        options = {"task_id": item["task_id"]} if item.get("task_id") is not None else None
+        obs, info = env.reset(seed=item.get("seed"), options=options)
+        info_json, models = info_to_json(info)
+        traj = getattr(env.unwrapped, "trajectory", None)
+        return {"observation": obs, "info": info_json, "models": models,
+                "trajectory": traj.model_dump(mode="json") if isinstance(traj, Trajectory) else None}
+
+    def _step(self, item: dict[str, Any]) -> dict[str, Any]:
+        env = self.env(int(item["slot"]))
+        obs, reward, terminated, truncated, info = env.step(item["action"])
+        info_json, models = info_to_json(info)
+        return {"observation": obs, "reward": float(reward), "terminated": bool(terminated),
+                "truncated": bool(truncated), "info": info_json, "models": models}
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            try:
+                env.close()
+            except Exception:
+                log.exception("closing an env in a session worker failed")
+        self.envs = {}
+
+
+def _session_main(conn: Any, env_id: str, make_kwargs: dict[str, Any]) -> None:
+    """A session worker: answer JSON requests until told to close or the pipe ends."""
+    discover()  # a spawned worker registers the env ids (plugins included) before making one
+    host = SessionHost(env_id, make_kwargs)
+    try:
+        while True:
+            try:
+                request = conn.recv_bytes().decode("utf-8")
+            except (EOFError, OSError):
+                break  # the server is gone: so are we
+            conn.send_bytes(host.handle(request).encode("utf-8"))
+            if json.loads(request).get("op") == "close":
+                break
+    finally:
+        host.close()
+
+
+# ---- on the server's side ----------------------------------------------------------------
+class SessionWorker:
+    """One spawned process hosting a ``SessionHost``; one request at a time, bounded waits."""
+
+    def __init__(self, env_id: str, make_kwargs: dict[str, Any], index: int):
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_session_main, args=(child, env_id, make_kwargs), daemon=True,
+                                name=f"rubricgym-session-worker-{index}")
+        self.proc.start()
+        child.close()
+        self.name = f"session worker {index} (pid {self.proc.pid})"
+
+    def request(self, request: str, timeout: float) -> str:
+        try:
+            self.conn.send_bytes(request.encode("utf-8"))
+        except (BrokenPipeError, OSError):
+            pass  # the wait below reports the dead process
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if self.conn.poll(0.05):
+                    return self.conn.recv_bytes().decode("utf-8")
+            except (EOFError, OSError) as exc:
+                raise WorkerDied(f"{self.name}: pipe closed ({type(exc).__name__})") from exc
+            if not self.proc.is_alive():
+                raise WorkerDied(f"{self.name}: process exited with code {self.proc.exitcode}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise WorkerDied(f"{self.name}: no answer within {timeout:.0f} s (killed)")
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=10)
+
+    def close(self, timeout: float) -> None:
+        try:
+            if self.proc.is_alive():
+                self.request(json.dumps({"op": "close"}), timeout)
+        except WorkerDied:
+            pass
+        self.proc.join(timeout=timeout)
+        self.kill()
+        self.conn.close()
+
+
+class SessionPool:
+    """``max_sessions`` session slots over ``workers`` worker processes.
+
+    ``call`` is thread-safe: a per-worker lock keeps one request in flight per worker. A
+    worker's ``generation`` grows each time it is replaced, so a session whose env died
+    with its worker learns it (its episode is over) instead of stepping a fresh env."""
+
+    def __init__(self, env_id: str, make_kwargs: dict[str, Any], max_sessions: int, workers: int,
+                 call_timeout_s: float = 120.0):
+        if max_sessions < 1 or workers < 1:
+            raise ValueError("a SessionPool needs max_sessions >= 1 and workers >= 1")
+        self.env_id, self.make_kwargs = check_env_id(env_id), dict(make_kwargs)
+        self.size = min(workers, max_sessions)
+        self.call_timeout_s = call_timeout_s
+        self.workers = [SessionWorker(env_id, self.make_kwargs, i) for i in range(self.size)]
+        self.generation = [0] * self.size
+        self.locks = [threading.Lock() for _ in range(self.size)]
+        self._free = list(range(max_sessions))
+        self._slots_lock = threading.Lock()
+        self.replaced = 0
+
+    def acquire(self) -> int:
+        with self._slots_lock:
+            if not self._free:
+                raise NoFreeSession("every session slot is taken (--max-sessions)")
+            return self._free.pop(0)
+
+    def release(self, slot: int) -> None:
+        with self._slots_lock:
+            if slot not in self._free:
+                self._free.append(slot)
+
+    def worker_of(self, slot: int) -> int:
+        return slot % self.size
+
+    def current_generation(self, slot: int) -> int:
+        return self.generation[self.worker_of(slot)]
+
+    def call(self, slot: int, op: str, item: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """One request for one slot: the answer, and the generation of the worker it ran in.
+        Raises ``WorkerDied`` (after replacing the worker)."""
+        w = self.worker_of(slot)
+        with self.locks[w]:
+            worker, generation = self.workers[w], self.generation[w]
+            try:
+                answer = json.loads(worker.request(json.dumps({"op": op, "item": {**item, "slot": slot}}),
+                                                   self.call_timeout_s))
+                if not isinstance(answer, dict):
+                    raise WorkerDied(f"{worker.name}: malformed answer")
+            except WorkerDied:
+                self._replace(w)
+                raise
+            return answer, generation
+
+    def _replace(self, w: int) -> None:
+        old = self.workers[w]
+        try:
+            old.kill()
+        except Exception:
+            log.exception("killing %s failed", old.name)
+        self.workers[w] = SessionWorker(self.env_id, self.make_kwargs, w)
+        self.generation[w] += 1
+        self.replaced += 1
+        log.warning("%s died; replaced (%d so far)", old.name, self.replaced)
+
+    def close(self) -> None:
+        for w, worker in enumerate(self.workers):
+            with self.locks[w]:
+                try:
+                    worker.close(timeout=10)
+                except Exception:
+                    log.exception("closing %s failed", worker.name)
+        self.workers = []
