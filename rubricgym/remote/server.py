@@ -212,7 +212,7 @@ def _loopback(host: str) -> bool:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("env_id", help="a registered env id (plugins included), e.g. ALFWorld-Rubric-v0")
+    parser.add_argument("env_id", help="a registered env id (plugins included; rubricgym.env_ids() lists them)")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
     parser.add_argument("--port", type=int, default=8000, help="port (0: any free one; the line printed says which)")
     parser.add_argument("--max-sessions", type=int, default=8, help="concurrent sessions; the next is refused")
