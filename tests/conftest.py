@@ -19,7 +19,8 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # files (relative to tests/) whose tests each start several processes that compute at once
-MULTI_PROCESS_FILES = ("trainer/test_distributed.py", "trainer/test_env_workers.py")
+MULTI_PROCESS_FILES = ("trainer/test_distributed.py", "trainer/test_env_workers.py",
+                       "remote/test_sessions.py")  # 32 remote sessions over a server's 2 worker processes
 MULTI_PROCESS_TESTS = ("trainer/test_study.py::test_parallel_study_gives_the_serial_study_s_rows",)
 MULTI_PROCESS_GROUP = "several-processes"
 

@@ -15,6 +15,8 @@ from typing import Any
 import gymnasium as gym
 from openenv.core import EnvClient, State
 from openenv.core.client_types import StepResult
+from websockets.exceptions import WebSocketException
+from websockets.protocol import State as WSState
 
 from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.env import MAX_TEXT
@@ -26,6 +28,8 @@ from rubricgym.spaces import UnicodeText
 __all__ = ["RemoteEnv", "RemoteEnvError", "RubricEnvClient"]
 
 SERVER_GONE = "EngineFailure: remote env server"
+# what a call can raise when the server refuses, vanishes or stops answering
+WIRE_ERRORS = (RuntimeError, OSError, TimeoutError, asyncio.TimeoutError, ValueError, WebSocketException)
 
 
 class RemoteEnvError(RuntimeError):
@@ -76,10 +80,8 @@ class RemoteEnv(gym.Env[str, str]):
             data["task_id"] = options["task_id"]  # type: ignore[index]
         try:
             result = self._call(lambda: self._sync.reset(**data))
-        except RuntimeError as exc:
-            raise RemoteEnvError(f"{self.url}: {exc}") from None
-        except (OSError, TimeoutError, asyncio.TimeoutError) as exc:
-            raise RemoteEnvError(f"{self.url}: no session ({type(exc).__name__}: {exc})") from None
+        except WIRE_ERRORS as exc:
+            raise RemoteEnvError(f"{self.url}: {type(exc).__name__}: {exc}") from None
         meta = WireMeta.model_validate(result.observation.metadata)
         self.trajectory = Trajectory.model_validate(meta.trajectory) if meta.trajectory else None
         self._done = False
@@ -89,9 +91,12 @@ class RemoteEnv(gym.Env[str, str]):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._done:
             raise gym.error.ResetNeeded("call reset() before step() (the last episode is over)")
+        if self._session_lost():
+            return self._failed(action, f"{SERVER_GONE} {self.url}: the server closed this session "
+                                        "(idle past its time-out, or it restarted)")
         try:
             result = self._call(lambda: self._sync.step(RubricAction(action=action)))
-        except (RuntimeError, OSError, TimeoutError, asyncio.TimeoutError, ValueError) as exc:
+        except WIRE_ERRORS as exc:
             return self._failed(action, f"{SERVER_GONE} {self.url}: {type(exc).__name__}: {exc}")
         meta = WireMeta.model_validate(result.observation.metadata)
         info = info_from_json(meta.info, meta.models)
@@ -122,6 +127,12 @@ class RemoteEnv(gym.Env[str, str]):
         """One client call: OpenEnv bounds the connect (``connect_timeout_s``) and each answer
         (``timeout_s``), so no call waits past them."""
         return fn()
+
+    def _session_lost(self) -> bool:
+        """Whether the episode's WebSocket is gone: OpenEnv's client would silently open a new
+        session for the next message, which holds no episode."""
+        ws = getattr(self._client, "_ws", None)
+        return ws is None or ws.state in (WSState.CLOSING, WSState.CLOSED)
 
     def _failed(self, response: str, error: str, info: dict[str, Any] | None = None) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """End the episode as a truncated, labelled engine failure (not the agent's doing)."""

@@ -25,6 +25,7 @@ from typing import Any
 import uvicorn
 from openenv.core import Environment, State, create_app
 from openenv.core.env_server.types import EnvironmentMetadata, WSErrorResponse
+from pydantic import ValidationError
 
 from rubricgym.remote.wire import (
     PROTOCOL, ResetArgs, RubricAction, RubricObservation, WireMeta, check_handshake, schema_digest,
@@ -65,7 +66,11 @@ class SessionEnv(Environment[RubricAction, RubricObservation, State]):
 
     # -- OpenEnv API ---------------------------------------------------------------------
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> RubricObservation:
-        args = ResetArgs(seed=seed, episode_id=episode_id, **kwargs)  # anything else is refused by name
+        try:
+            args = ResetArgs(seed=seed, episode_id=episode_id, **kwargs)
+        except ValidationError as exc:  # anything else is refused, by name
+            raise ValueError("reset refused: " + "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
         if args.handshake is not None:
             check_handshake(args.handshake, self.served.env_id)
         if self.slot is None:
@@ -256,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
                             ws_ping_interval=20.0, ws_ping_timeout=20.0, timeout_graceful_shutdown=5)
     try:
         uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C / SIGINT: a normal stop
+        pass
     finally:
         pool.close()
     return 0
