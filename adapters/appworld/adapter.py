@@ -1,6 +1,7 @@
 """``AppWorldAdapter``: AppWorld tasks behind ``RubricEnv``, executed by AppWorld's own
 environment server (its own venv, its own process, inside an OS sandbox: ``sandbox.py``);
-agent code never runs in ours, and evaluation runs where agent code never runs."""
+agent code never runs in ours, the apps and their databases live outside its sandbox
+(``serve_apps.py``), and evaluation runs where agent code never runs."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rubricgym import Adapter, EngineFailure, EngineReset, EngineStep, Outcome, ParsedAction, PolicyFailure
+from rubricgym.adapters.appworld.apis_client import APIS_URL
 from rubricgym.adapters.appworld.binder import bind_task
 from rubricgym.adapters.appworld.engine import AppWorldServer, EnvironmentClient, ServerCallError
 from rubricgym.adapters.appworld.evaluator import EvaluatorError, SandboxedEvaluator
@@ -120,10 +122,12 @@ class AppWorldAdapter(Adapter):
         self.server = AppWorldServer(self.data_root, start_timeout_s=server_start_timeout_s,
                                      stop_grace_s=stop_grace_s, memory_cap_bytes=self.memory_cap_bytes,
                                      cpu_s=self.step_cpu_s, outputs=self.outputs if self.sandboxed else None)
-        self.evaluator = (SandboxedEvaluator(self.data_root, start_timeout_s=server_start_timeout_s,
+        self.evaluator = (SandboxedEvaluator(self.data_root, self.server.control_socket,
+                                             start_timeout_s=server_start_timeout_s,
                                              memory_cap_bytes=self.memory_cap_bytes) if self.sandboxed else None)
         self._idle_since: tuple[float, float] | None = None  # (server CPU s, monotonic s) when the last step ended
         self._client: EnvironmentClient | None = None
+        self._control: EnvironmentClient | None = None  # sandboxed: the apps' control socket
         self._episode: _Episode | None = None
         self._world_open = False
 
@@ -164,9 +168,11 @@ class AppWorldAdapter(Adapter):
             if self.server.pid is not None:
                 log.warning("AppWorld server %s is not healthy; restarting it", self.server.url)
             self.server.restart()
-            if self._client is not None:
-                self._client.close()
+            for client in (self._client, self._control):
+                if client is not None:
+                    client.close()
             self._client = EnvironmentClient(self.server, self.call_timeout_s)
+            self._control = EnvironmentClient(self.server, self.setup_timeout_s, control=True) if self.sandboxed else None
             self._world_open = False
         return self._client
 
@@ -210,10 +216,13 @@ class AppWorldAdapter(Adapter):
         for _ in range(2):  # a server that broke since the last episode is restarted once
             client = self._ensure_server()
             try:
+                if self.sandboxed:  # the world's databases, in the apps' process
+                    self._control.call("open", timeout_s=self.setup_timeout_s, task_id=task_id)
                 task = client.call("initialize", timeout_s=self.setup_timeout_s, task_id=task_id,
                                    experiment_name=self.experiment_name,
                                    timeout_seconds=self.step_timeout_s,
-                                   load_ground_truth=not self.sandboxed)  # the sandbox cannot see it
+                                   load_ground_truth=not self.sandboxed,  # the sandbox cannot see it
+                                   remote_apis_url=APIS_URL if self.sandboxed else None)
                 break
             except ServerCallError as exc:
                 last_error = exc
@@ -253,6 +262,8 @@ class AppWorldAdapter(Adapter):
                 result = self._call("execute_tracked", timeout_s=self.call_timeout_s, code=code)
             if not isinstance(result, dict) or not isinstance(result.get("output"), str):
                 raise self._broken(ServerCallError(f"/execute_tracked sent an unexpected answer: {str(result)[:200]}"))
+            if not self.server.alive():  # the apps' process, which the code reached through their APIs
+                raise self._broken(ServerCallError("AppWorld's apps process exited during the step"))
         except EngineFailure as exc:
             raise PolicyFailure(f"the code broke AppWorld's server: {exc}", BROKEN_SERVER_FACTS) from exc
         output = result["output"]
@@ -302,9 +313,8 @@ class AppWorldAdapter(Adapter):
         return cpu_now
 
     def _evaluate(self) -> dict[str, Any]:
-        if self.evaluator is not None:  # sandboxed: the end state leaves the sandbox, the evaluator reads it
+        if self.evaluator is not None:  # sandboxed: the evaluator reads the end state from the apps' process
             assert self._episode is not None
-            self._call("save_end_state")
             try:
                 result = self.evaluator.evaluate(self._episode.task_id, self.experiment_name, self.setup_timeout_s)
             except EvaluatorError as exc:
@@ -358,9 +368,10 @@ class AppWorldAdapter(Adapter):
 
     def close(self) -> None:
         self._close_world()
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        for client in (self._client, self._control):
+            if client is not None:
+                client.close()
+        self._client = self._control = None
         self.server.stop()
         if self.evaluator is not None:
             self.evaluator.close()

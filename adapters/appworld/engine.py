@@ -8,9 +8,11 @@ the health probe, start retries on a taken port, a registry stopped at exit, a m
 child environment, and ``watch_cpu``, which kills a server whose agent code sits in C past
 its CPU budget (``cpu_s`` is enforced inside the server, where Python code runs).
 
-With ``outputs`` set, the server runs inside the sandbox of ``sandbox.py`` and is reached over
-a Unix socket; its CPU and memory are then those of every process in the sandbox (the code may
-start processes there), and ``pid`` is bubblewrap's, whose end ends them all.
+With ``outputs`` set, the server is only the code shell: it runs inside the sandbox of
+``sandbox.py``, is reached over a Unix socket, and its worlds call the apps, which live in a
+second process (``apps_server.py``), over another; the two start, restart and stop together.
+The shell's CPU and memory are then those of every process in its sandbox (the code may start
+processes there), and ``pid`` is bubblewrap's, whose end ends them all.
 """
 
 from __future__ import annotations
@@ -18,10 +20,8 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import weakref
 from pathlib import Path
@@ -29,17 +29,18 @@ from typing import Any
 
 import httpx
 
+from rubricgym.adapters.appworld.apps_server import AppsProcess, Sockets
 from rubricgym.adapters.appworld.paths import appworld_python
 from rubricgym.adapters.appworld.sandbox import check_sandbox, server_sandbox
-from rubricgym.servers import HOST, ServerProcess, free_port, sweep_stale
+from rubricgym.servers import HOST, ServerProcess, free_port
 
 log = logging.getLogger(__name__)
 SERVE_SCRIPT = Path(__file__).with_name("serve_app.py")
+SHELL_SCRIPTS = (SERVE_SCRIPT, Path(__file__).with_name("apis_client.py"))  # what the shell's sandbox sees
 _LIVE: weakref.WeakSet[AppWorldServer] = weakref.WeakSet()
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 DEFAULT_MEMORY_CAP_BYTES = 4 * 1024**3
 START_ATTEMPTS = 3  # the free port can be taken between probe and bind
-SOCKET_PREFIX = "rubricgym-aw-"  # <tmp>/rubricgym-aw-<pid>-XXXX/s.sock: short (a socket path has 108 bytes)
 SANDBOX_BASE_URL = "http://appworld"  # the host part of requests over the Unix socket
 
 
@@ -132,7 +133,8 @@ class AppWorldServer:
                  outputs: Path | None = None):
         self.data_root = Path(data_root)
         self.outputs = outputs  # set: sandboxed, and the only folder the server may write
-        self.socket: Path | None = None
+        self.sockets: Sockets | None = Sockets.create() if outputs is not None else None
+        self.apps: AppsProcess | None = None  # sandboxed: the apps' process, started with the shell
         self.memory_cap_bytes = memory_cap_bytes
         self.cpu_s = float(cpu_s)
         self.killed_for: str | None = None  # "cpu" when watch_cpu killed the process
@@ -143,10 +145,21 @@ class AppWorldServer:
         self._server: ServerProcess | None = None
         self._lock = threading.Lock()
         self._http: httpx.Client | None = None  # one client: building one costs an SSL context
+        self._control_http: httpx.Client | None = None
 
     @property
     def sandboxed(self) -> bool:
         return self.outputs is not None
+
+    @property
+    def socket(self) -> Path | None:
+        """The code shell's socket (None when not sandboxed or stopped)."""
+        return self.sockets.path("shell") if self.sockets is not None else None
+
+    @property
+    def control_socket(self) -> Path | None:
+        """The apps' control socket: rubricgym's and the evaluator's, never the shell's."""
+        return self.sockets.path("control") if self.sockets is not None else None
 
     @property
     def url(self) -> str:
@@ -156,9 +169,11 @@ class AppWorldServer:
             raise RuntimeError("server not started")
         return f"http://{HOST}:{self.port}"
 
-    def http_client(self, timeout_s: float | None = None) -> httpx.Client:
-        """A client for this server: over the Unix socket when sandboxed, else loopback TCP."""
-        transport = httpx.HTTPTransport(uds=str(self.socket)) if self.sandboxed else None
+    def http_client(self, timeout_s: float | None = None, control: bool = False) -> httpx.Client:
+        """A client for this server: over the Unix socket when sandboxed, else loopback TCP;
+        ``control``: for the apps' control socket."""
+        uds = self.control_socket if control else self.socket
+        transport = httpx.HTTPTransport(uds=str(uds)) if self.sandboxed else None
         return httpx.Client(base_url=self.url, timeout=timeout_s, transport=transport, trust_env=False)
 
     @property
@@ -175,15 +190,21 @@ class AppWorldServer:
         return self._server.returncode if self._server is not None else None
 
     def alive(self) -> bool:
-        return self._server is not None and self._server.alive()
+        """The shell (and, sandboxed, the apps' process) running."""
+        return self._server is not None and self._server.alive() and (self.apps is None or self.apps.alive())
 
     def healthy(self, timeout_s: float = 2.0) -> bool:
         if not self.alive():
             return False
         if self._http is None:
             self._http = self.http_client()
+        clients = [self._http]
+        if self.sandboxed:
+            if self._control_http is None:
+                self._control_http = self.http_client(control=True)
+            clients.append(self._control_http)
         try:
-            return self._http.get("/", timeout=timeout_s).status_code == 200
+            return all(client.get("/", timeout=timeout_s).status_code == 200 for client in clients)
         except httpx.HTTPError:
             return False
 
@@ -191,21 +212,23 @@ class AppWorldServer:
         if self.outputs is None:
             return [str(python), str(SERVE_SCRIPT), "--port", str(self.port), "--root", str(self.data_root),
                     "--cpu-s", str(self.cpu_s)]
-        assert self.socket is not None
-        sandbox = server_sandbox(check_sandbox(), python, SERVE_SCRIPT, self.data_root, self.outputs,
-                                 self.socket.parent)
+        assert self.sockets is not None
+        sandbox = server_sandbox(check_sandbox(), python, SHELL_SCRIPTS, self.data_root, self.outputs,
+                                 self.sockets.root / "shell", self.sockets.root / "apis")
         return sandbox.command([str(python), str(SERVE_SCRIPT), "--uds", str(self.socket), "--root",
-                                str(self.data_root), "--cpu-s", str(self.cpu_s)])
+                                str(self.data_root), "--cpu-s", str(self.cpu_s), "--apis-uds",
+                                str(self.sockets.path("apis"))])
 
-    def _new_socket(self) -> None:
-        self._remove_socket()
-        sweep_stale(tempfile.gettempdir(), SOCKET_PREFIX)
-        self.socket = Path(tempfile.mkdtemp(prefix=f"{SOCKET_PREFIX}{os.getpid()}-")) / "s.sock"
-
-    def _remove_socket(self) -> None:
-        if self.socket is not None:
-            shutil.rmtree(self.socket.parent, ignore_errors=True)
-            self.socket = None
+    def _start_apps(self, python: Path) -> None:
+        """Start the apps' process (its readiness is checked with the shell's, in ``healthy``)."""
+        assert self.sockets is not None
+        if self.sockets.root.exists():
+            self.sockets.clear()
+        else:  # stopped earlier: new folders
+            self.sockets = Sockets.create()
+        self.apps = AppsProcess(check_sandbox(), python, self.data_root, self.sockets, self._child_env(),
+                                self.memory_cap_bytes)
+        self.apps.start()
 
     def _child_env(self) -> dict[str, str]:
         """A minimal environment: agent code runs in this process, so it inherits no credentials."""
@@ -224,7 +247,7 @@ class AppWorldServer:
             python = appworld_python()
             for attempt in range(START_ATTEMPTS):
                 if self.sandboxed:
-                    self._new_socket()
+                    self._start_apps(python)  # both load AppWorld at once: they start side by side
                 else:
                     self.port = free_port()
                 self.killed_for = None
@@ -236,7 +259,7 @@ class AppWorldServer:
                 if self._server.wait_ready(lambda: self.healthy(timeout_s=1.0), self.start_timeout_s):
                     self.starts += 1
                     return
-                tail = self.log_tail()
+                tail = self.log_tail() + (f"\n[apps process]\n{self.apps.log_tail()}" if self.apps else "")
                 self._kill()
                 if "address already in use" not in tail.lower():
                     raise ServerStartError(f"AppWorld server did not start (attempt {attempt + 1}):\n{tail}")
@@ -246,14 +269,16 @@ class AppWorldServer:
         return self._server.log_tail(chars) if self._server is not None else ""
 
     def stop(self) -> None:
-        """SIGTERM, wait on the PID up to ``stop_grace_s``, then SIGKILL and reap."""
+        """SIGTERM, wait on the PID up to ``stop_grace_s``, then SIGKILL and reap; sandboxed, the
+        apps' process too, and the socket folders are removed."""
         with self._lock:
-            if self._server is None:
-                return
-            pid = self._server.pid
-            if not self._server.stop(self.stop_grace_s):
-                log.warning("AppWorld server pid %s ignored SIGTERM for %.0f s; killing", pid, self.stop_grace_s)
+            if self._server is not None:
+                pid = self._server.pid
+                if not self._server.stop(self.stop_grace_s):
+                    log.warning("AppWorld server pid %s ignored SIGTERM for %.0f s; killing", pid, self.stop_grace_s)
             self._kill()
+            if self.sockets is not None:
+                self.sockets.remove()
 
     def kill(self) -> None:
         """Immediate SIGKILL (a hung server cannot shut down gracefully)."""
@@ -264,10 +289,15 @@ class AppWorldServer:
         if self._server is not None:
             self._server.kill()
             self._server = None
-        if self._http is not None:
-            self._http.close()
-            self._http = None
-        self._remove_socket()
+        if self.apps is not None:
+            self.apps.kill()
+            self.apps = None
+        for client in (self._http, self._control_http):
+            if client is not None:
+                client.close()
+        self._http = self._control_http = None
+        if self.sockets is not None and self.sockets.root.exists():
+            self.sockets.clear()
         _LIVE.discard(self)
 
     def cpu_seconds(self) -> float | None:
@@ -296,6 +326,8 @@ class AppWorldServer:
     def __del__(self) -> None:
         try:
             self._kill()
+            if self.sockets is not None:
+                self.sockets.remove()
         except Exception:
             pass
 
@@ -347,10 +379,10 @@ class EnvironmentClient:
     ``/evaluate``, ``/close``, with a bound on every call. Any transport problem (refused or
     dropped connection, timeout, non-200 answer) becomes ``ServerCallError``."""
 
-    def __init__(self, server: AppWorldServer, call_timeout_s: float):
+    def __init__(self, server: AppWorldServer, call_timeout_s: float, control: bool = False):
         self.url = server.url
         self.call_timeout_s = call_timeout_s
-        self._http = server.http_client(call_timeout_s)
+        self._http = server.http_client(call_timeout_s, control=control)
 
     def call(self, method: str, timeout_s: float | None = None, **payload: Any) -> Any:
         try:

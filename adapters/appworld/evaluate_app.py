@@ -1,24 +1,30 @@
 """AppWorld's evaluator as a long-lived process (executed by AppWorld's venv python, in its own
 sandbox that sees the ground truth and never runs agent code).
 
-    <appworld venv>/bin/python evaluate_app.py --root <data root>
+    <appworld venv>/bin/python evaluate_app.py --root <data root> --apps-socket PATH
 
 Reads one JSON request per line on stdin, ``{"task_id": ..., "experiment_name": ...}``, and
-answers one JSON line on stdout: AppWorld's test report (``TestTracker.to_dict``) evaluated
-from the end state the environment server saved under
-``experiments/outputs/<experiment>/tasks/<task>/dbs``, or ``{"error": "..."}``.
+answers one JSON line on stdout: AppWorld's test report (``TestTracker.to_dict``), or
+``{"error": "..."}``. The end state is read from the apps' process (``GET /end_state`` on its
+control socket: SQLite images of the world's databases) and laid out where AppWorld's
+``evaluate_task`` reads it, ``experiments/outputs/<experiment>/tasks/<task>/dbs``, an
+in-memory folder of this sandbox; it is removed after each evaluation.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
+import shutil
 import sys
 import traceback
 from collections import OrderedDict
 
 MAX_REQUEST_CHARS = 4096
+MAX_END_STATE_BYTES = 512 * 1024 * 1024
+END_STATE_TIMEOUT_S = 60.0
 START_STATES_KEPT = 8
 
 
@@ -68,10 +74,49 @@ def forget_memory_state(kind: str, task_id: str) -> None:
     CachedDBHandler.reset(get_db_home_path(storage_type="memory", type=kind, task_id=task_id) + "/")
 
 
-def evaluate(task_id: str, experiment_name: str, connections: FileConnections, starts: StartStates) -> dict:
+def fetch_end_state(apps_socket: str, task_id: str) -> dict:
+    """The open world's databases and model hashes, from the apps' control socket (bounded)."""
+    import httpx  # AppWorld's venv: this script runs there
+
+    with httpx.Client(transport=httpx.HTTPTransport(uds=apps_socket), timeout=END_STATE_TIMEOUT_S,
+                      trust_env=False) as client, \
+            client.stream("GET", "http://apps/end_state", params={"task_id": task_id}) as response:
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > MAX_END_STATE_BYTES:
+                raise ValueError(f"the apps' end state is over {MAX_END_STATE_BYTES} bytes")
+    if response.status_code != 200:
+        raise RuntimeError(f"the apps' end state: {response.status_code} {bytes(body[:300])!r}")
+    state = json.loads(body)
+    if state.get("task_id") != task_id or not isinstance(state.get("dbs"), dict):
+        raise RuntimeError(f"the apps answered another end state than {task_id!r}'s")
+    return state
+
+
+def lay_out_end_state(state: dict, dbs_dir: str) -> None:
+    """The files AppWorld's ``save_local_dbs(format="full", save_model_hashes=True)`` writes."""
+    from appworld.apps.model_lib import db_home_to_app_path  # AppWorld's venv: this script runs there
+
+    shutil.rmtree(dbs_dir, ignore_errors=True)
+    os.makedirs(dbs_dir)
+    with open(os.path.join(dbs_dir, "model_hashes.json"), "w") as fh:
+        json.dump(state.get("model_hashes") or {}, fh)
+    for app_name, image in state["dbs"].items():
+        if not isinstance(app_name, str) or not app_name.isidentifier():
+            raise ValueError(f"an app name that is not one: {app_name!r}")
+        with open(db_home_to_app_path(dbs_dir, app_name, format="full"), "wb") as fh:
+            fh.write(base64.b64decode(image))
+
+
+def evaluate(task_id: str, experiment_name: str, connections: FileConnections, starts: StartStates,
+             apps_socket: str) -> dict:
+    from appworld.common.path_store import path_store  # AppWorld's venv: this script runs there
     from appworld.evaluator import evaluate_task  # AppWorld's venv: this script runs there
 
+    dbs_dir = os.path.join(path_store.experiment_outputs, experiment_name, "tasks", task_id, "dbs")
     try:
+        lay_out_end_state(fetch_end_state(apps_socket, task_id), dbs_dir)
         tracker = evaluate_task(task_id=task_id, experiment_name=experiment_name, suppress_errors=True,
                                 save_report=False)
         return tracker.to_dict(stats_only=False)
@@ -79,11 +124,13 @@ def evaluate(task_id: str, experiment_name: str, connections: FileConnections, s
         forget_memory_state("task_output", task_id)  # the in-memory copy
         connections.forget_end_states()  # and the connection to the file it was read from
         starts.used(task_id)
+        shutil.rmtree(os.path.join(path_store.experiment_outputs, experiment_name), ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--root", required=True)
+    parser.add_argument("--apps-socket", required=True, help="the apps' control socket (the end state)")
     args = parser.parse_args()
     from appworld import update_root  # AppWorld's venv: this script runs there
 
@@ -102,7 +149,7 @@ def main() -> None:
                 raise ValueError("request too long")
             request = json.loads(line)
             answer = {"output": evaluate(str(request["task_id"]), str(request["experiment_name"]), connections,
-                                         starts)}
+                                         starts, args.apps_socket)}
         except Exception as exc:  # one bad evaluation is an answer, never the end of the process
             answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-2000:]}
         print(json.dumps(answer, default=str), file=out, flush=True)

@@ -1,10 +1,12 @@
 """AppWorld's evaluation outside the agent's sandbox: ``evaluate_app.py`` in a sandbox of its own
-(ground truth visible, no agent code, nothing writable, no network), one process per env,
-started at the first evaluation and spoken to in JSON lines over its stdin/stdout.
+(ground truth visible, no agent code, nothing writable but an in-memory scratch folder, no
+network), one process per env, started at the first evaluation and spoken to in JSON lines
+over its stdin/stdout.
 
-The end state it evaluates was saved by the server the agent's code runs in; a hostile
-end state can at most fail or pass its own evaluation, since the evaluator can write nothing
-and reach nothing.
+The end state it evaluates it reads from the apps' process over their control socket (the
+one channel it is given), which agent code reaches only through the app APIs; a hostile end
+state can at most fail or pass its own evaluation, since the evaluator can write nothing
+and reach nothing else.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ class EvaluatorError(RuntimeError):
 class SandboxedEvaluator:
     """``evaluate(task_id, experiment_name)`` -> AppWorld's test report as a dict."""
 
-    def __init__(self, data_root: Path, start_timeout_s: float = 120.0,
+    def __init__(self, data_root: Path, control_socket: Path, start_timeout_s: float = 120.0,
                  memory_cap_bytes: int | None = None):
         self.data_root = data_root
+        self.control_socket = control_socket  # the apps' end state is read there
         self.start_timeout_s = start_timeout_s
         self.memory_cap_bytes = memory_cap_bytes
         self._process: ServerProcess | None = None
@@ -47,8 +50,10 @@ class SandboxedEvaluator:
 
     def _start(self) -> ServerProcess:
         python = appworld_python()
-        sandbox = evaluator_sandbox(check_sandbox(), python, EVALUATE_SCRIPT, self.data_root)
-        process = ServerProcess(sandbox.command([str(python), str(EVALUATE_SCRIPT), "--root", str(self.data_root)]),
+        sandbox = evaluator_sandbox(check_sandbox(), python, [EVALUATE_SCRIPT], self.data_root,
+                                    self.control_socket.parent)
+        process = ServerProcess(sandbox.command([str(python), str(EVALUATE_SCRIPT), "--root", str(self.data_root),
+                                                 "--apps-socket", str(self.control_socket)]),
                                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, log_prefix="appworld-evaluator-",
                                 memory_cap_bytes=self.memory_cap_bytes, new_session=True, pipes=True)
         process.start()

@@ -1,22 +1,24 @@
-"""The OS boundary around agent code: AppWorld's server runs inside bubblewrap (``bwrap``).
+"""The OS boundary around agent code: AppWorld's code shell runs inside bubblewrap (``bwrap``).
 
 Python-level guards cannot hold code that may call ``io.FileIO``, ``ctypes`` or
-``os.posix_spawn``; namespaces can. The server (AppWorld's apps and its code shell, where the
-agent's code runs) gets:
+``os.posix_spawn``; namespaces can. Three processes, each in a sandbox of its own:
 
-* its own PID namespace: no other process is visible, every process it starts dies with it
-  (``--die-with-parent``; the namespace's init is killed with the server);
-* its own network namespace (only its own loopback): rubricgym talks to it over a Unix socket
-  in a directory bound into the sandbox, the one channel out;
-* an empty environment (a minimal ``PATH``/``HOME``/``LANG`` set back), no ``/etc`` beyond the
-  dynamic linker's cache, a private ``/tmp``;
-* read-only views of the system's ``/usr``, AppWorld's venv, its interpreter and the data root
-  with every task's ``ground_truth`` folder masked by an empty one; writes only to the
+* the code shell (``serve_app.py``, where the agent's code runs): its own PID namespace (no
+  other process is visible, every process it starts dies with it, ``--die-with-parent``), its
+  own network namespace (only its own loopback), an empty environment (a minimal
+  ``PATH``/``HOME``/``LANG`` set back), no ``/etc`` beyond the dynamic linker's cache, a
+  private ``/tmp``; read-only views of ``/usr``, AppWorld's venv, its interpreter and the data
+  root with every task's ``ground_truth`` folder masked by an empty one; writes only to the
   episode outputs folder of this env (``experiments/outputs/<experiment>``) and ``/tmp``.
-
-Evaluation needs the ground truth, so it runs in a second sandbox (``evaluator_command``)
-that sees the data root read-only, ground truth included, and no agent code: the server saves
-the world's end state into the outputs folder and the evaluator reads it from there.
+  Its channels: a Unix socket rubricgym talks to it over, and the apps' socket (below);
+* the apps (``serve_apps.py``): AppWorld's apps and the world's databases, which the agent's
+  code reaches only as HTTP requests over the apps' socket (the app APIs, nothing else). It
+  runs no agent code, sees the data root without ground truth and writes nowhere but its
+  sockets' folders and ``/tmp``;
+* the evaluator (``evaluate_app.py``): the data root read-only, ground truth included, the
+  apps' control socket (not the shell's to reach) to read the end state from, a private
+  in-memory ``experiments/outputs`` to lay it out for AppWorld's ``evaluate_task``, no
+  network, no agent code.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ class Sandbox:
     read_only: list[Path] = field(default_factory=list)
     masked: list[Path] = field(default_factory=list)  # directories shown empty
     writable: list[Path] = field(default_factory=list)
+    scratch: list[Path] = field(default_factory=list)  # directories shown empty and writable, in memory
     env: dict[str, str] = field(default_factory=dict)
     cwd: Path | None = None
 
@@ -110,6 +113,8 @@ class Sandbox:
             args += ["--tmpfs", str(path), "--remount-ro", str(path)]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
+        for path in self.scratch:
+            args += ["--tmpfs", str(path)]
         args += ["--remount-ro", "/"]  # the skeleton bwrap built (mount points' parents) is read-only too
         for name, value in {"PATH": SANDBOX_PATH, "HOME": "/tmp", "LANG": "C.UTF-8", **self.env}.items():
             args += ["--setenv", name, value]
@@ -124,16 +129,31 @@ def ground_truth_folders(data_root: Path) -> list[Path]:
     return sorted(p for p in tasks.glob("*/ground_truth") if p.is_dir()) if tasks.is_dir() else []
 
 
-def server_sandbox(bwrap: str, python: Path, script: Path, data_root: Path, outputs: Path,
-                   socket_dir: Path) -> Sandbox:
-    """The server's sandbox: data root without ground truth; writes to ``outputs`` only."""
-    return Sandbox(bwrap=bwrap, read_only=[*interpreter_roots(python), script, data_root],
-                   masked=ground_truth_folders(data_root), writable=[outputs, socket_dir],
-                   env={"APPWORLD_ROOT": str(data_root), "PYTHONUNBUFFERED": "1"}, cwd=data_root)
+def _appworld_sandbox(bwrap: str, python: Path, scripts: Sequence[Path], data_root: Path, **parts) -> Sandbox:
+    return Sandbox(bwrap=bwrap, read_only=[*interpreter_roots(python), *scripts, data_root, *parts.pop("read_only", [])],
+                   env={"APPWORLD_ROOT": str(data_root), "PYTHONUNBUFFERED": "1"}, cwd=data_root, **parts)
 
 
-def evaluator_sandbox(bwrap: str, python: Path, script: Path, data_root: Path) -> Sandbox:
-    """The evaluator's sandbox: the whole data root read-only (ground truth and the episode's
-    saved end state), nothing writable but its private ``/tmp``, no network."""
-    return Sandbox(bwrap=bwrap, read_only=[*interpreter_roots(python), script, data_root],
-                   env={"APPWORLD_ROOT": str(data_root), "PYTHONUNBUFFERED": "1"}, cwd=data_root)
+def server_sandbox(bwrap: str, python: Path, scripts: Sequence[Path], data_root: Path, outputs: Path,
+                   socket_dir: Path, apps_socket_dir: Path | None = None) -> Sandbox:
+    """The code shell's sandbox: data root without ground truth; writes to ``outputs`` only;
+    the apps' socket folder read-only (a socket there still connects)."""
+    return _appworld_sandbox(bwrap, python, scripts, data_root, masked=ground_truth_folders(data_root),
+                             writable=[outputs, socket_dir],
+                             read_only=[apps_socket_dir] if apps_socket_dir is not None else [])
+
+
+def apps_sandbox(bwrap: str, python: Path, scripts: Sequence[Path], data_root: Path,
+                 socket_dirs: Sequence[Path]) -> Sandbox:
+    """The apps' sandbox: data root without ground truth; writes to its sockets' folders only."""
+    return _appworld_sandbox(bwrap, python, scripts, data_root, masked=ground_truth_folders(data_root),
+                             writable=list(socket_dirs))
+
+
+def evaluator_sandbox(bwrap: str, python: Path, scripts: Sequence[Path], data_root: Path,
+                      control_socket_dir: Path) -> Sandbox:
+    """The evaluator's sandbox: the whole data root read-only (ground truth included), the apps'
+    control socket folder read-only, ``experiments/outputs`` an empty in-memory folder (where
+    the end state it reads from the apps is laid out), no network."""
+    return _appworld_sandbox(bwrap, python, scripts, data_root, read_only=[control_socket_dir],
+                             scratch=[data_root / "experiments" / "outputs"])

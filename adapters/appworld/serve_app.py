@@ -1,16 +1,18 @@
 """Run AppWorld's own environment server on 127.0.0.1 (executed by AppWorld's venv python).
 
     <appworld venv>/bin/python serve_app.py (--port 8123 | --uds PATH) --root <data root> [--cpu-s 10]
+        [--apis-uds PATH]
 
 ``appworld serve environment`` binds 0.0.0.0; this serves the same FastAPI app on loopback
-only (or on a Unix socket, the channel out of the sandbox, see sandbox.py), and adds four
-things AppWorld's server does not have:
+only (or on a Unix socket, the channel out of the sandbox, see sandbox.py). With
+``--apis-uds`` it is only the code shell: worlds it opens call the apps in another process
+over that socket (``remote_apis_url``, see apis_client.py and serve_apps.py), so no database
+of the world lives where agent code runs. It adds three things AppWorld's server does not have:
 
 * agent code may not open files under the data root (no reading the ground truth);
 * ``POST /execute_tracked``: AppWorld's ``/execute`` plus the requests that execution made,
   read from AppWorld's own ``requester.request_tracker`` (the list it saves as
   ``logs/api_calls.jsonl``), each annotated with app, API, HTTP status and response size;
-* ``POST /save_end_state``: the world's databases saved for an evaluator in another process;
 * a CPU-time budget per execution (``ITIMER_PROF``): agent code past it is stopped with a
   ``CPUTimeLimitError`` error, reported like any other execution failure. The memory cap
   is an address-space limit set by the launcher before this process starts.
@@ -189,46 +191,6 @@ def add_tracked_execute(app: Any, cpu_s: float) -> None:
                            "limit": limit}}
 
 
-def save_end_state(world: Any) -> str:
-    """AppWorld's ``save_local_dbs(format="full", save_model_hashes=True)`` for the world's apps,
-    without its per-file fsync (SQLite's default): the copies are read once, by the evaluator,
-    right away; a crash loses the episode anyway. About 3x faster per episode."""
-    import shutil  # AppWorld's venv: this script runs there
-    import sqlite3  # AppWorld's venv: this script runs there
-
-    from appworld.apps.model_lib import ModelHashHandler, db_home_to_app_path  # AppWorld's venv
-    from appworld.common.utils import import_models_module  # AppWorld's venv: this script runs there
-
-    target = world.output_db_home_path_on_disk
-    shutil.rmtree(target, ignore_errors=True)
-    os.makedirs(target)
-    ModelHashHandler.save(world.models_to_db_home_path, target)
-    for app_name in dict.fromkeys([*world.task.allowed_apps, "admin", "supervisor"]):
-        source = import_models_module(app_name).SQLModel.db.connection
-        copy = sqlite3.connect(db_home_to_app_path(target, app_name, format="full"))
-        try:
-            copy.execute("PRAGMA synchronous = OFF")
-            copy.execute("PRAGMA journal_mode = OFF")
-            source.backup(copy)
-        finally:
-            copy.close()
-    return target
-
-
-def add_save_end_state(app: Any) -> None:
-    """``POST /save_end_state``: the world's databases, as they are now, written under the
-    episode's outputs folder, where the evaluator (another process, in another sandbox) reads
-    them. Full copies, not AppWorld's change logs: a change log is SQL the reader executes."""
-    from fastapi import Body  # AppWorld's venv: this script runs there
-
-    import appworld.serve.environment as server  # AppWorld's venv: this script runs there
-
-    @app.post("/save_end_state")
-    async def save_end_state_route(task_id: str = Body(..., embed=True)) -> dict[str, Any]:
-        server.maybe_raise_exception(task_id)
-        return {"output": save_end_state(server.world)}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     where = parser.add_mutually_exclusive_group(required=True)
@@ -237,19 +199,23 @@ def main() -> None:
     parser.add_argument("--root", required=True)
     parser.add_argument("--cpu-s", type=float, default=0.0, help="CPU seconds per execution (0: no budget)")
     parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--apis-uds", help="the apps' socket: worlds opened with remote_apis_url call it")
     args = parser.parse_args()
 
     import uvicorn  # AppWorld's venv: this script runs there
     from appworld import update_root  # AppWorld's venv: this script runs there
 
     update_root(args.root)
+    if args.apis_uds:
+        from apis_client import use_apis_socket  # next to this script (bound into the sandbox with it)
+
+        use_apis_socket(args.apis_uds)
     guard_data_root(args.root)
     annotate_requests()
     from appworld.serve.environment import app  # AppWorld's venv: this script runs there
 
     budget_cpu(args.cpu_s)
     add_tracked_execute(app, args.cpu_s)
-    add_save_end_state(app)
     # every world builds thousands of model objects: keep the collector from rescanning the
     # server's own long-lived heap (measured: 0.59 -> 0.48 CPU s per offline episode)
     import gc  # AppWorld's venv: this script runs there

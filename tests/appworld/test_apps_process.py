@@ -1,0 +1,87 @@
+"""The apps and the world's databases live outside the code shell's sandbox (issue 28, item 2):
+agent code reaches them only as app API calls over the apps' socket, so writing the databases
+directly - through AppWorld's in-process app objects, or with sqlite3 on the world's database -
+changes nothing that is evaluated, and AppWorld's state routes (``/dbs``, ``/date_time``) are
+not on that socket. Each write route first proves it works where the databases live in the
+process that runs the code (``sandbox=False``, AppWorld's own layout), so the test can fail."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from appworld_helpers import task
+
+import rubricgym
+
+pytestmark = pytest.mark.slow
+WRITES = {  # each deletes every note: the task's note with it
+    "app objects": ("u = __import__('appworld.common.' + 'utils', fromlist=['x'])\n"
+                    "con = getattr(u, 'import_models_module')('simple_note').SQLModel.db.connection\n"),
+    # sqlite3.connect is null-patched by AppWorld's guard; the class it returns is not
+    "sqlite3 on the world's database": ("sq = __import__('sql' + 'ite3')\n"
+                                        "con = getattr(sq, 'Conn' + 'ection')('file:task_output-{task_id}/"
+                                        "simple_note.db?mode=memory&cache=shared', uri=True)\n"),
+}
+DELETE = "con.execute('DELETE FROM notes')\ncon.commit()\nprint('deleted', con.execute('SELECT COUNT(*) FROM notes').fetchone())"
+
+
+@pytest.fixture(scope="module")
+def envs():
+    made = {name: gym.make("AppWorld-Rubric-v0", reward="none", split="offline_all", sandbox=name == "sandboxed")
+            for name in ("sandboxed", "in-process")}
+    yield made
+    for env in made.values():
+        env.close()
+
+
+def solve_with(env, task_id: str, extra: str) -> tuple[float, bool, str]:
+    """The expert's solution with ``extra`` run just before its last (completing) step."""
+    adapter = env.unwrapped.adapter
+    env.reset(options={"task_id": task_id})
+    plan = rubricgym.get_spec("AppWorld-Rubric-v0").load_expert()(adapter)
+    for action in plan[:-1]:
+        assert not env.step(adapter.grammar.render(action))[2]
+    extra_obs = env.step(adapter.grammar.render(extra))[0]
+    _, reward, terminated, _, info = env.step(adapter.grammar.render(plan[-1]))
+    assert terminated, info
+    return reward, info["outcome"].success, extra_obs
+
+
+@pytest.mark.parametrize("route", WRITES)
+def test_writing_the_databases_directly_does_not_change_the_evaluated_state(envs, route):
+    task_id = task("notebyname")["id"]
+    code = WRITES[route].format(task_id=task_id) + DELETE
+    reward, success, obs = solve_with(envs["in-process"], task_id, code)
+    assert "deleted (0,)" in obs and reward == 0.0 and not success, obs  # the route works where the dbs are
+    reward, success, obs = solve_with(envs["sandboxed"], task_id, code)
+    assert "deleted" not in obs, obs  # no database of the world where agent code runs
+    assert reward == 1.0 and success, obs  # evaluated: what the API calls did
+
+
+def test_agent_code_reaches_the_apps_only_through_their_apis(envs):
+    env = envs["sandboxed"]
+    adapter = env.unwrapped.adapter
+    env.reset(options={"task_id": task("notebyname")["id"]})
+    control = adapter.server.control_socket
+    assert control is not None and control.is_socket() and adapter.server.apps.alive()
+    code = ("print(apis.supervisor.show_profile()['first_name'])\n"
+            "def attempt(call, *args, **kwargs):\n"
+            "    try:\n"
+            "        return call(*args, **kwargs)\n"
+            "    except Exception as e:\n"
+            "        return 'refused ' + str(e).replace(chr(10), ' ')\n"
+            "print('dbs', attempt(requester.post, '/dbs', data={'from_db_home_path': '/', 'to_db_home_path': '/'}))\n"
+            "print('clock', attempt(requester.get, '/date_time'))\n"
+            "so = __import__('soc' + 'ket')\n"
+            "s = so.socket(so.AF_UNIX)\n"
+            "try:\n"
+            f"    s.connect({str(control)!r})\n"
+            "    print('control reachable')\n"
+            "except OSError as e:\n"
+            "    print('no control:', type(e).__name__)\n")
+    obs = env.step(adapter.grammar.render(code))[0]
+    lines = obs.strip().splitlines()
+    assert lines[0] == "Ada", obs  # the APIs answer over the apps' socket
+    for line, route in zip(lines[1:3], ("dbs", "clock")):  # AppWorld's state routes do not
+        assert line.startswith(f"{route} refused") and "404" in line and "No app named" in line, obs
+    assert lines[3] == "no control: FileNotFoundError", obs  # the control socket is not in the shell's view
