@@ -107,3 +107,21 @@ def test_tau_bench_in_process_and_remote_agree(serve):
     assert_same_episode(local, remote, task, 1, ["no action", '<action>{"name": "nope", "arguments": {}}</action>', *plan])
     local.close()
     remote.close()
+
+
+def test_make_vec_plays_served_sessions(serve):
+    need("bm25s", "pip install 'rubricgym[searchqa]'")
+    server = serve("SearchQA-Rubric-v0", "--max-sessions", "2", "--workers", "1")
+    local = gym.make("SearchQA-Rubric-v0")
+    envs = gym.make_vec("rubricgym/Remote-v0", num_envs=2, vectorization_mode="sync",
+                        url=server.url, env_id="SearchQA-Rubric-v0", timeout_s=120)
+    obs, info = envs.reset(seed=[0, 1])
+    steps = envs.step(["<search>river town</search>", "no tags"])
+    for k, seed in enumerate((0, 1)):
+        here, _ = local.reset(seed=seed)
+        assert obs[k] == here
+        there = local.step(["<search>river town</search>", "no tags"][k])
+        assert steps[0][k] == there[0] and steps[1][k] == there[1]
+        assert steps[4]["transition"][k] == there[4]["transition"]  # typed facts, stacked per session
+    envs.close()
+    local.close()
