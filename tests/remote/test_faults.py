@@ -5,7 +5,10 @@ Every wait is bounded; the server keeps serving the other sessions."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -122,3 +125,34 @@ def test_a_vanished_client_frees_its_session_and_an_idle_one_is_closed(serve):
     assert truncated and info["environment_failure"] is True and "idle" in info["error"]
     blocked.reset(seed=0)  # a new session: the idle one was given back
     blocked.close()
+
+
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (its session workers), from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def test_a_dead_session_worker_ends_its_episode_labelled_and_is_replaced(serve):
+    server = serve(ENV_ID, "--max-sessions", "2", "--workers", "1")
+    env = _remote(server.url, timeout_s=60)
+    env.reset(seed=0)
+    env.step("<search>river town</search>")
+    workers = [p for p in _children(server.proc.pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert len(workers) == 1, workers  # --workers 1
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+    obs, reward, terminated, truncated, info = env.step("<search>second hop</search>")
+    assert truncated and not terminated and info["environment_failure"] is True
+    assert info["error"].startswith("EngineFailure: env worker died"), info["error"]
+    env.reset(seed=0)  # the replaced worker serves a new episode
+    *_, info = env.step("<search>river town</search>")
+    assert "transition" in info and not info.get("environment_failure")
+    env.close()
