@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Trainer GPU check: a few bf16 training iterations on CUDA, recording tokens/s and peak memory.
-# Meant for a short GPU loan (about 3-6 minutes including model build). Needs a Python with a
+# Trainer GPU check: a few bf16 training iterations on CUDA, recording tokens/s and peak memory,
+# then every parallel strategy that runs on one GPU (replicated, FSDP and DeepSpeed ZeRO-2/3 in a
+# process group of one, bf16 autocast replicated and under FSDP: scripts/gpu_strategies.py).
+# Meant for a short GPU loan (about 5-8 minutes including model builds). Needs a Python with a
 # CUDA torch, transformers, peft, gymnasium, pydantic, pyyaml, tqdm, numpy (no network used).
 #
-#   PY=python3 OUT=benchmarks/results bash scripts/gpu_check.sh
+# The device machine has no package index: what its image lacks (gymnasium, pydantic, DeepSpeed,
+# which PyPI ships only as a source distribution, and their small dependencies) travels as
+# wheels in .whl/, built here by `bash scripts/gpu_wheels.sh` (a few MiB, inside the device
+# tool's 64 MiB carry limit); this script installs them into /tmp/site first when .whl/ exists.
+#
+#   bash scripts/gpu_wheels.sh                                     # here, once
+#   PY=python3 OUT=benchmarks/results bash scripts/gpu_check.sh    # there, with carry [".whl"]
 #
 # Writes $OUT/trainer_gpu.json (throughput, memory, phase shares) and $OUT/trainer_gpu_vllm.json
 # when vLLM is importable. The model is SmolLM2-135M's shape with random weights
@@ -15,6 +23,10 @@ PY=${PY:-python3}
 OUT=${OUT:-benchmarks/results}
 MODEL=${MODEL:-random-135m}
 mkdir -p "$OUT"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
 "$PY" - <<'PYEOF'
@@ -85,4 +97,7 @@ if "$PY" -c "import vllm" 2>/dev/null; then
 else
   echo "vLLM not installed: generation.backend=vllm unverified" >&2
 fi
+# 4. every strategy that runs on one GPU, two iterations each (a failing one is recorded, the rest run)
+"$PY" scripts/gpu_strategies.py --device cuda --model "$MODEL" --out "$OUT/trainer_gpu_strategies.json" \
+  || echo "gpu_check: some strategies failed: see $OUT/trainer_gpu_strategies.json" >&2
 echo "gpu_check: OK -> $OUT"

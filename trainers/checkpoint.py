@@ -33,14 +33,14 @@ from typing import Annotated, Any
 
 import numpy as np
 import torch
-from peft import set_peft_model_state_dict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from rubricgym.atomic_files import atomic_write_text
 from rubricgym.trainers.distributed import snapshot_tensors
-from rubricgym.trainers.sharding import load_full_adapter, optimizer_state_for
+from rubricgym.trainers.parallel.base import ParallelStrategy
+from rubricgym.trainers.parallel.choose import single_process
 
 log = logging.getLogger(__name__)
 
@@ -298,10 +298,9 @@ def save_checkpoint(run_dir: Path, iteration: int, model: Any, optimizer: Any, s
     rename) and keep the newest ``keep``. ``extra``: ``data_position``, ``warmup_done``,
     ``config`` (JSON-able; never secrets - the config refuses them). Several processes: rank
     0 writes (its adapter and optimizer state are every rank's) and ``rank_rng`` holds the
-    other ranks' RNG snapshots (``trainers.distributed.rng_snapshot``). A sharded model (FSDP)
-    passes its whole tensors, gathered by every rank: ``adapter_state`` (by parameter name) and
-    ``optimizer_state`` (``trainers.sharding``)."""
-
+    other ranks' RNG snapshots (``trainers.distributed.rng_snapshot``). A partitioned model or
+    optimizer passes its whole tensors, gathered by every rank (``ParallelStrategy.full_*``):
+    ``adapter_state`` (by parameter name) and ``optimizer_state``."""
     run_dir = Path(run_dir)
     final = run_dir / f"{PREFIX}{iteration:06d}"
     groups, scalars, tensors = _split_optimizer(optimizer_state or optimizer.state_dict())
@@ -475,27 +474,17 @@ def _move_aside(ckpt: Path) -> Path:
 
 # ---- restore -----------------------------------------------------------------------------
 def apply_checkpoint(loaded: _Loaded, model: Any, optimizer: Any, scheduler: Any, rank: int = 0,
-                     sharded: bool = False) -> None:
-    """Load the adapter, optimizer, scheduler and RNG state; ``sharded``: the model is sharded
-    (FSDP) and each rank cuts its own shards from the whole saved tensors."""
-
-
-    if sharded:
-        missing = load_full_adapter(model, loaded.adapter)
-        if missing:
-            raise CheckpointError(loaded.path / ADAPTER_FILE, f"does not match the model (no tensor for {missing[:3]})")
-    else:
-        device = next(model.parameters()).device
-        adapter = {k: v.to(device) for k, v in loaded.adapter.items()}
-        result = set_peft_model_state_dict(model, adapter)
-        unexpected = getattr(result, "unexpected_keys", None)
-        if unexpected:
-            raise CheckpointError(loaded.path / ADAPTER_FILE,
-                                  f"does not match the model (unexpected keys {list(unexpected)[:3]}...)")
+                     parallel: ParallelStrategy | None = None) -> None:
+    """Load the adapter, optimizer, scheduler and RNG state; ``parallel`` lays the whole saved
+    tensors out as the run's strategy holds them (e.g. each rank cuts its own shards)."""
+    parallel = parallel or single_process()
+    problem = parallel.load_adapter(model, loaded.adapter)
+    if problem:
+        raise CheckpointError(loaded.path / ADAPTER_FILE, f"does not match the model ({problem})")
     _check_param_groups(loaded, optimizer)
     try:
         saved = _optimizer_state_dict(loaded.state, loaded.tensors)
-        optimizer.load_state_dict(optimizer_state_for(optimizer, saved) if sharded else saved)
+        optimizer.load_state_dict(parallel.optimizer_state_for(optimizer, saved))
         if scheduler is not None and loaded.state.scheduler is not None:
             scheduler.load_state_dict(loaded.state.scheduler)
     except (KeyError, ValueError, TypeError, RuntimeError) as exc:
@@ -527,7 +516,7 @@ def _check_param_groups(loaded: _Loaded, optimizer: Any) -> None:
 
 
 def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0,
-                   sharded: bool = False) -> Restored:
+                   parallel: ParallelStrategy | None = None) -> Restored:
     """Restore the newest intact checkpoint of ``run_dir`` into the given objects, warning
     about (and moving aside) newer damaged ones; ``CheckpointError`` when none is intact."""
     run_dir = Path(run_dir)
@@ -538,16 +527,16 @@ def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any, ra
         raise CheckpointError(run_dir, "no checkpoint to resume from")
     if skipped:
         log.warning("resuming from %s; newer checkpoints were damaged: %s", loaded.path.name, "; ".join(skipped))
-    apply_checkpoint(loaded, model, optimizer, scheduler, rank, sharded)
+    apply_checkpoint(loaded, model, optimizer, scheduler, rank, parallel)
     return Restored(loaded.path, loaded.state, skipped)
 
 
 def restore_checkpoint(path: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0,
-                       sharded: bool = False) -> Restored:
+                       parallel: ParallelStrategy | None = None) -> Restored:
     """Restore one given checkpoint (verified first) as rank ``rank`` (the ranks > 0 of a
     several-process run restore the checkpoint rank 0 chose)."""
     loaded = read_checkpoint(path)
-    apply_checkpoint(loaded, model, optimizer, scheduler, rank, sharded)
+    apply_checkpoint(loaded, model, optimizer, scheduler, rank, parallel)
     return Restored(loaded.path, loaded.state, [])
 
 

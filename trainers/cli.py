@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rubricgym.trainers.checkpoint import CheckpointError
     from rubricgym.trainers.config import dump_config, load_config
-    from rubricgym.trainers.distributed import RankFailure
+    from rubricgym.trainers.parallel.ranks import RankFailure
     from rubricgym.trainers.run_files import load_run_config
     from rubricgym.trainers.trainer import CONFIG_FILE, Trainer
 
@@ -149,8 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if main:
         print(f"rubricgym train: {config.model.name} on {config.env.id if not config.env.factory else config.env.factory} "
               f"({len(trainer.tasks)} tasks, device {trainer.device}"
-              f"{f', {trainer.ranks.world_size} processes' if trainer.ranks.distributed else ''}"
-              f"{trainer.sharding_label}), "
+              f"{trainer.parallel.start_line()}), "
               f"advantage '{config.algorithm.advantage}', "
               f"{config.algorithm.tasks_per_iteration} tasks x G={config.algorithm.group_size}, "
               f"{config.run.iterations} iterations -> {trainer.run_dir}", flush=True)

@@ -18,6 +18,7 @@ from rubricgym.env_factories import check_factory_name
 from rubricgym.prompts import PromptSettings
 from rubricgym.registration import check_env_id, get_spec
 from rubricgym.secret_refs import refuse_inline_secrets
+from rubricgym.trainers.parallel.settings import ParallelSettings
 from rubricgym.yaml_files import parse_yaml, read_yaml_file
 
 
@@ -202,7 +203,9 @@ class JudgeSettings(_Section):
         return value
 
 
-class RunSettings(_Section):
+class RunSettings(_Section, ParallelSettings):
+    """Where the run's files go and how it runs; the parallel fields are ``ParallelSettings``."""
+
     output_dir: str = "runs"
     name: str | None = Field(None, description="run folder name (default: a timestamp)")
     iterations: int = Field(3, ge=1)
@@ -216,21 +219,6 @@ class RunSettings(_Section):
     tensorboard: bool = True
     progress: bool = True
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the usable CPUs, at most 2)")
-    collective_timeout_s: float = Field(
-        300.0, gt=0.0, description="several processes: a collective (gradient sum, gather) waiting longer than "
-        "this for another rank fails, so the surviving ranks exit instead of hanging (docs/scale.md)")
-    fsdp: bool = Field(False, description="several processes: shard the base model and the adapter over the ranks "
-                       "with FSDP2 (torch fully_shard); also on when accelerate launches an FSDP config")
-    deepspeed_zero: int | None = Field(
-        None, ge=1, le=3, description="several processes: train through DeepSpeed's ZeRO at this stage (1: optimizer "
-        "state, 2: and gradients, 3: and the model's weights partitioned over the ranks); also set when accelerate "
-        "launches a DeepSpeed config (its zero_stage). Needs the deepspeed extra (docs/scale.md)")
-
-    @model_validator(mode="after")
-    def _one_sharding(self) -> RunSettings:
-        if self.fsdp and self.deepspeed_zero is not None:
-            raise ValueError("run.fsdp and run.deepspeed_zero both shard the model; choose one")
-        return self
 
 
 class TrainConfig(_Section):

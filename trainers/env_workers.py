@@ -30,8 +30,8 @@ from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 from rubricgym.prompts import PromptSettings
 from rubricgym.env_factories import EnvFactory, env_factory, register_env_factories
 from rubricgym.trainers.config import EnvSettings
-from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, _Live, make_env_factory
-from rubricgym.tokens import decode_response
+from rubricgym.trainers.rollout import (LocalEnvSlots, ResetJob, RolloutCollector, SlotAnswer,
+                                        make_env_factory)
 from rubricgym.trainers.warmup import has_expert
 
 log = logging.getLogger(__name__)
@@ -417,7 +417,7 @@ class AdapterSummary:
 
 
 @dataclass
-class RemoteEnv:
+class WorkerEnvView:
     """The trainer-side view of one env slot in a worker: its adapter summary and the
     episode's trajectory, kept up to date from the worker's answers."""
 
@@ -427,17 +427,15 @@ class RemoteEnv:
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def unwrapped(self) -> RemoteEnv:
+    def unwrapped(self) -> WorkerEnvView:
         return self
 
 
-class WorkerRolloutCollector(RolloutCollector):
-    """``RolloutCollector`` whose envs live in a ``WorkerPool``: same lockstep episodes, the
-    resets and steps of a turn run concurrently across workers."""
+class WorkerEnvSlots:
+    """``EnvSlots`` in a ``WorkerPool``: the resets and steps of a turn run concurrently across
+    workers; each slot's ``WorkerEnvView`` keeps the episode's trajectory from the answers."""
 
-    def __init__(self, settings: EnvSettings, tokenizer: Any, prompt: PromptSettings, max_steps: int,
-                 pool: WorkerPool | None = None):
-        super().__init__(lambda: None, tokenizer, prompt, max_steps)  # type: ignore[arg-type,return-value]
+    def __init__(self, settings: EnvSettings, pool: WorkerPool | None = None):
         self.settings = settings
         self.pool = pool or WorkerPool(settings)
         info = self.pool.request(0, "describe")
@@ -449,81 +447,59 @@ class WorkerRolloutCollector(RolloutCollector):
             grammar = TagGrammar(**{k: tuple(v) if isinstance(v, list) else v for k, v in grammar.items()})
         self.summary = AdapterSummary(info["benchmark"], info["task_ids"], bool(info["has_expert"]),
                                       grammar or ACTION_GRAMMAR)
-        self.remote: dict[int, RemoteEnv] = {}
+        self.remote: dict[int, WorkerEnvView] = {}
 
-    def env(self, k: int) -> RemoteEnv:  # type: ignore[override]
-        if k not in self.remote:
-            self.remote[k] = RemoteEnv(k, self.summary)
-        return self.remote[k]
+    def env(self, slot: int) -> WorkerEnvView:
+        if slot not in self.remote:
+            self.remote[slot] = WorkerEnvView(slot, self.summary)
+        return self.remote[slot]
 
     def close(self) -> None:
         self.pool.close()
         self.remote = {}
 
-    def _start_all(self, jobs: Sequence[tuple[str, int, int, int]]) -> list[_Live]:
-        items = [{"slot": k, "seed": seed, "task_id": task_id} for k, (task_id, seed, _, _) in enumerate(jobs)]
-        answers = self.pool.call("reset", items)
-        live: list[_Live] = []
-        for k, ((task_id, seed, g, m), answer) in enumerate(zip(jobs, answers, strict=True)):
-            env = self.env(k)
-            rollout = Rollout(task_id=task_id, seed=seed, group=g, member=m)
+    def reset(self, jobs: Sequence[ResetJob]) -> list[SlotAnswer]:
+        answers = self.pool.call("reset", [{"slot": j.slot, "seed": j.seed, "task_id": j.task_id} for j in jobs])
+        out = []
+        for job, answer in zip(jobs, answers, strict=True):
+            self.env(job.slot).trajectory = _trajectory(answer)
             failure = _failure_text(answer)
-            if failure is not None:
-                env.trajectory = _trajectory(answer)
-                x = self._live(rollout, env, "", {})
-                self._fail(x, failure, text=None)
+            if failure is not None or not isinstance(answer, dict):
+                out.append(SlotAnswer(failure=failure))
             else:
-                assert isinstance(answer, dict)
-                env.trajectory = _trajectory(answer)
-                x = self._live(rollout, env, answer["observation"], answer)
-            live.append(x)
-        return live
+                out.append(SlotAnswer(observation=answer["observation"], info=answer))
+        return out
 
-    def _step_all(self, active: Sequence[_Live], prompts: Sequence[list[int]], responses: Sequence[list[int]],
-                  timings: RolloutTimings) -> None:
-        t0 = time.perf_counter()
-        texts = [decode_response(self.tokenizer, r) for r in responses]
-        timings.tokenization += time.perf_counter() - t0
-        if len(texts) != len(active) or len(prompts) != len(active):
-            raise ValueError(f"{len(active)} active rollouts but {len(prompts)} prompts / {len(texts)} responses")
-        t0 = time.perf_counter()
-        answers = self.pool.call("step", [{"slot": x.env.slot, "action": t} for x, t in zip(active, texts)])
-        timings.environment += time.perf_counter() - t0
-        for x, prompt_ids, response_ids, text, answer in zip(active, prompts, responses, texts, answers, strict=True):
-            failure = _failure_text(answer)
-            if failure is not None:
-                self._fail(x, failure, text)
-                continue
-            assert isinstance(answer, dict)
-            env: RemoteEnv = x.env
-            transition = Transition.model_validate(answer["transition"]) if answer["transition"] else None
-            if answer["trajectory"] is not None:
-                env.trajectory = Trajectory.model_validate(answer["trajectory"])
-            elif env.trajectory is not None and transition is not None:
-                env.trajectory.transitions.append(transition.model_copy(deep=True))
-            info: dict[str, Any] = {"admissible_actions": answer["admissible_actions"],
-                                    "action_templates": answer.get("action_templates")}
-            if transition is not None:
-                info["transition"] = transition
-            if answer.get("has_rubric"):
-                info["rubric"] = answer["rubric"]
-            self._record(x, prompt_ids, response_ids, text, answer["observation"], float(answer["reward"]),
-                         bool(answer["terminated"]), bool(answer["truncated"]), info, timings)
+    def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[SlotAnswer]:
+        answers = self.pool.call("step", [{"slot": slot, "action": text} for slot, text in zip(slots, actions)])
+        return [self._answer(self.env(slot), text, answer) for slot, text, answer in zip(slots, actions, answers,
+                                                                                            strict=True)]
 
-    def _fail(self, x: _Live, failure: str, text: str | None) -> None:
-        """End the rollout as a labelled failure; when its worker died, the trajectory gets
-        a truncated last transition for the response that was never stepped."""
-        env: RemoteEnv = x.env
-        x.rollout.error = failure
-        x.done = True
-        if failure.startswith(WORKER_DIED) and env.trajectory is not None and text is not None:
-            traj = env.trajectory
-            traj.transitions.append(Transition(
-                benchmark=traj.benchmark, step=len(traj.transitions), response=text,
-                action=ParsedAction(ok=False, detail="not stepped: the env worker died"),
-                observation="", facts=Facts(parsed=False, episode_done=True), truncated=True, error=failure))
-        x.rollout.trajectory = env.trajectory
-        log.warning("rollout of task %s ended: %s", x.rollout.task_id, failure)
+    @staticmethod
+    def _answer(env: WorkerEnvView, text: str, answer: dict[str, Any] | WorkerDied) -> SlotAnswer:
+        failure = _failure_text(answer)
+        if failure is not None or not isinstance(answer, dict):
+            # a worker that died: the trajectory gets a truncated last transition for the response never stepped
+            if failure is not None and failure.startswith(WORKER_DIED) and env.trajectory is not None:
+                traj = env.trajectory
+                traj.transitions.append(Transition(
+                    benchmark=traj.benchmark, step=len(traj.transitions), response=text,
+                    action=ParsedAction(ok=False, detail="not stepped: the env worker died"),
+                    observation="", facts=Facts(parsed=False, episode_done=True), truncated=True, error=failure))
+            return SlotAnswer(failure=failure)
+        transition = Transition.model_validate(answer["transition"]) if answer["transition"] else None
+        if answer["trajectory"] is not None:
+            env.trajectory = Trajectory.model_validate(answer["trajectory"])
+        elif env.trajectory is not None and transition is not None:
+            env.trajectory.transitions.append(transition.model_copy(deep=True))
+        info: dict[str, Any] = {"admissible_actions": answer["admissible_actions"],
+                                "action_templates": answer.get("action_templates")}
+        if transition is not None:
+            info["transition"] = transition
+        if answer.get("has_rubric"):
+            info["rubric"] = answer["rubric"]
+        return SlotAnswer(answer["observation"], float(answer["reward"]), bool(answer["terminated"]),
+                          bool(answer["truncated"]), info)
 
 
 def _failure_text(answer: Any) -> str | None:
@@ -545,13 +521,10 @@ def build_collector(settings: EnvSettings, env_fn: Any, tokenizer: Any, prompt: 
     """The trainer's collector: in-process envs (``first_env``, already made, is the first of
     them), or ``env.workers`` workers (which make their own: ``first_env`` is closed)."""
     if settings.workers <= 0:
-        collector = RolloutCollector(env_fn, tokenizer, prompt, max_steps)
-        if first_env is not None:
-            collector.envs.append(first_env)
-        return collector
+        return RolloutCollector(LocalEnvSlots(env_fn, first=first_env), tokenizer, prompt, max_steps)
     if first_env is not None:
         first_env.close()
     if env_fn_injected:
         raise ValueError("env.workers needs env.id or env.factory (workers build their own envs); "
                          "an env_fn passed to the Trainer runs in-process: set env.workers=0")
-    return WorkerRolloutCollector(settings, tokenizer, prompt, max_steps)
+    return RolloutCollector(WorkerEnvSlots(settings), tokenizer, prompt, max_steps)

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from rubricgym.records import step_records
 from rubricgym.registration import UnknownBenchmark, get_spec
 from rubricgym.trainers.config import EnvSettings, TrainConfig
-from rubricgym.trainers.distributed import Ranks
+from rubricgym.trainers.parallel.base import GenerateLockstep
 from rubricgym.trainers.generation import HFGenerator
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, StepSample, available_tasks, make_env_factory
 from rubricgym.trainers.run_files import write_run_file
@@ -192,13 +192,13 @@ class Evaluator:
     live training model."""
 
     def __init__(self, config: TrainConfig, plan: EvalPlan, env_fn: Callable[[], Any], model: Any, tokenizer: Any,
-                 ranks: Ranks | None = None):
+                 lockstep: GenerateLockstep | None = None):
         self.config = config
         self.plan = plan
         self.max_steps = (eval_env_settings(config, plan.env_id) if plan.env_id else config.env).step_budget()[0]
         self.collector = RolloutCollector(env_fn, tokenizer, config.prompt, self.max_steps)
         self.greedy = config.evaluation.greedy
-        self.generator = HFGenerator(model, tokenizer, config.generation, greedy=self.greedy, ranks=ranks)
+        self.generator = HFGenerator(model, tokenizer, config.generation, greedy=self.greedy, lockstep=lockstep)
         self.last_rollouts: list[Rollout] = []
 
     @property
@@ -240,7 +240,7 @@ class Evaluator:
 def build_evaluator(config: TrainConfig, model: Any, tokenizer: Any, seed_of: Callable[[int], int],
                     fallback: Callable[[], list[tuple[str, int]]],
                     train_env_fn: Callable[[], Any], train_tasks: Sequence[str] = (),
-                    ranks: Ranks | None = None) -> Evaluator:
+                    lockstep: GenerateLockstep | None = None) -> Evaluator:
     """The held-out plan and its evaluator (the training env factory when nothing is held out);
     an eval split that shares a task with ``train_tasks`` is reported as not held out."""
     env_id = held_out_env_id(config)
@@ -251,7 +251,7 @@ def build_evaluator(config: TrainConfig, model: Any, tokenizer: Any, seed_of: Ca
     finally:
         if probe is not None:
             probe.close()
-    return Evaluator(config, plan, env_fn, model, tokenizer, ranks)
+    return Evaluator(config, plan, env_fn, model, tokenizer, lockstep)
 
 
 @torch.no_grad()

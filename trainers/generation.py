@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import torch
 
 from rubricgym.trainers.config import GenerationSettings
-from rubricgym.trainers.distributed import Ranks
+from rubricgym.trainers.parallel.base import GenerateLockstep
 
 
 class Generator(Protocol):
@@ -56,15 +56,15 @@ class HFGenerator:
     """Sampling with ``transformers.generate`` on the (peft) training model; ``greedy``
     decodes the most likely tokens instead (held-out evaluation).
 
-    With a model sharded over ``ranks`` (FSDP) every generate call is a collective: before each
-    batch the ranks agree that someone still generates (a rank with nothing left sends an empty
-    batch from ``finish()`` until all are done) and ``generate(synced_gpus=True)`` keeps the
-    token loops in step."""
+    ``lockstep`` (the run's ``ParallelStrategy.lockstep``): where every forward is a collective,
+    the ranks agree before each generate call, a rank with nothing left joins the others' calls
+    from ``finish()`` until all are done, and ``generate(synced_gpus=True)`` keeps the token
+    loops in step; otherwise it does nothing."""
 
     def __init__(self, model: Any, tokenizer: Any, settings: GenerationSettings, greedy: bool = False,
-                 ranks: Ranks | None = None):
+                 lockstep: GenerateLockstep | None = None):
         self.model = model
-        self.lockstep = ranks if ranks is not None and ranks.sharded else None
+        self.lockstep = lockstep or GenerateLockstep()
         self.tokenizer = tokenizer
         self.settings = settings
         self.greedy = greedy
@@ -83,15 +83,14 @@ class HFGenerator:
         size = self.settings.batch_size or len(prompts)
         out: list[list[int]] = []
         for k in range(0, len(prompts), size):
-            if self.lockstep is not None:
-                self.lockstep.max([1.0])  # "I generate": the ranks that are done answer from finish()
+            self.lockstep.before_batch()
             out.extend(self._generate_batch(prompts[k : k + size]))
         return out
 
     @torch.no_grad()
     def finish(self) -> None:
-        """A sharded model: join the other ranks' generate calls with a one-token batch until none is left."""
-        while self.lockstep is not None and self.lockstep.max([0.0])[0] > 0:
+        """Join the other ranks' generate calls with a one-token batch until none is left (lockstep)."""
+        while self.lockstep.others_generating():
             self._generate_batch([[self.pad_id]], count=False)
 
     def _generate_batch(self, prompts: Sequence[Sequence[int]], count: bool = True) -> list[list[int]]:
@@ -117,7 +116,7 @@ class HFGenerator:
                 eos_token_id=self.stops,
                 pad_token_id=self.pad_id,
                 use_cache=True,
-                synced_gpus=self.lockstep is not None,
+                synced_gpus=self.lockstep.synced,
             )
         finally:
             if was_training:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 
@@ -106,10 +106,88 @@ def available_tasks(env: gym.Env, settings: EnvSettings) -> list[str]:
     return tasks
 
 
+@dataclass(frozen=True)
+class ResetJob:
+    """Reset env slot ``slot`` to task ``task_id`` with env seed ``seed``."""
+
+    slot: int
+    task_id: str
+    seed: int
+
+
+@dataclass
+class SlotAnswer:
+    """What one env slot answered to a reset or a step: what ``env.reset`` / ``env.step``
+    return, or ``failure``, the label of an env that failed (not the policy's doing: the
+    env's own failure attribution already made those observations); the rollout ends there."""
+
+    observation: str = ""
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None
+
+
+class EnvSlots(Protocol):
+    """Where a collector's envs live, one env per slot: in this process (``LocalEnvSlots``) or
+    in env workers (trainers/env_workers.py). A slot's env exposes ``unwrapped.adapter`` and,
+    once an episode ends or fails, ``unwrapped.trajectory``."""
+
+    def env(self, slot: int) -> Any: ...
+
+    def reset(self, jobs: Sequence[ResetJob]) -> list[SlotAnswer]: ...
+
+    def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[SlotAnswer]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalEnvSlots:
+    """Envs in this process, made on demand and stepped one after the other."""
+
+    def __init__(self, env_fn: Callable[[], gym.Env], first: gym.Env | None = None):
+        self.env_fn = env_fn
+        self.envs: list[gym.Env] = [first] if first is not None else []
+
+    def env(self, slot: int) -> gym.Env:
+        while len(self.envs) <= slot:
+            self.envs.append(self.env_fn())
+        return self.envs[slot]
+
+    def reset(self, jobs: Sequence[ResetJob]) -> list[SlotAnswer]:
+        answers = []
+        for job in jobs:
+            obs, info = self.env(job.slot).reset(seed=job.seed, options={"task_id": job.task_id})
+            answers.append(SlotAnswer(observation=obs, info=info))
+        return answers
+
+    def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[SlotAnswer]:
+        answers = []
+        for slot, action in zip(slots, actions, strict=True):
+            try:
+                obs, reward, terminated, truncated, info = self.env(slot).step(action)
+            except Exception as exc:  # a broken env ends this rollout, recorded; the run goes on
+                log.exception("env.step failed in slot %d", slot)
+                answers.append(SlotAnswer(failure=f"{type(exc).__name__}: {exc}"))
+                continue
+            answers.append(SlotAnswer(obs, float(reward), bool(terminated), bool(truncated), info))
+        return answers
+
+    def close(self) -> None:
+        for env in self.envs:
+            try:
+                env.close()
+            except Exception:  # closing must not hide the run's own result
+                log.exception("closing an env failed")
+        self.envs = []
+
+
 @dataclass
 class _Live:
     rollout: Rollout
-    env: gym.Env
+    slot: int
+    env: Any
     view: EpisodeView
     done: bool = False
 
@@ -124,27 +202,21 @@ class RolloutTimings:
 
 
 class RolloutCollector:
-    """Owns a pool of envs (one per concurrent rollout) and runs lockstep episodes."""
+    """Runs lockstep episodes over a set of env slots (one per concurrent rollout): ``envs`` is
+    an ``EnvSlots``, or a zero-argument env constructor for envs in this process."""
 
-    def __init__(self, env_fn: Callable[[], gym.Env], tokenizer: Any, prompt: PromptSettings, max_steps: int):
-        self.env_fn = env_fn
+    def __init__(self, envs: EnvSlots | Callable[[], gym.Env], tokenizer: Any, prompt: PromptSettings,
+                 max_steps: int):
+        self.slots: EnvSlots = LocalEnvSlots(envs) if callable(envs) else envs
         self.tokenizer = tokenizer
         self.prompt = prompt
         self.max_steps = max_steps
-        self.envs: list[gym.Env] = []
 
-    def env(self, k: int) -> gym.Env:
-        while len(self.envs) <= k:
-            self.envs.append(self.env_fn())
-        return self.envs[k]
+    def env(self, k: int) -> Any:
+        return self.slots.env(k)
 
     def close(self) -> None:
-        for env in self.envs:
-            try:
-                env.close()
-            except Exception:  # closing must not hide the run's own result
-                log.exception("closing an env failed")
-        self.envs = []
+        self.slots.close()
 
     def collect(self, generator: Generator, tasks: Sequence[tuple[str, int]], group_size: int,
                 timings: RolloutTimings | None = None,
@@ -173,7 +245,7 @@ class RolloutCollector:
             if progress is not None:
                 progress(turn + 1, sum(not x.done for x in live))
         finish = getattr(generator, "finish", None)
-        if finish is not None:  # e.g. a sharded model: wait in step for the other ranks' rollouts
+        if finish is not None:  # e.g. ranks in lockstep: wait in step for the other ranks' rollouts
             finish()
         for x in live:
             if not x.done:  # a foreign env that ignores the step budget
@@ -185,41 +257,43 @@ class RolloutCollector:
         return groups
 
     def _start_all(self, jobs: Sequence[tuple[str, int, int, int]]) -> list[_Live]:
-        """Reset one env per ``(task_id, seed, group, member)``, in order (hook: env workers)."""
+        """Reset one env slot per ``(task_id, seed, group, member)``, in order."""
+        answers = self.slots.reset([ResetJob(k, task_id, seed) for k, (task_id, seed, _, _) in enumerate(jobs)])
         live: list[_Live] = []
-        for k, (task_id, seed, g, m) in enumerate(jobs):
-            env = self.env(k)
-            obs, info = env.reset(seed=seed, options={"task_id": task_id})
-            live.append(self._live(Rollout(task_id=task_id, seed=seed, group=g, member=m), env, obs, info))
+        for k, ((task_id, seed, g, m), answer) in enumerate(zip(jobs, answers, strict=True)):
+            env = self.slots.env(k)
+            x = _Live(Rollout(task_id=task_id, seed=seed, group=g, member=m), k, env,
+                      EpisodeView.start(env, answer.observation, answer.info))
+            if answer.failure is not None:
+                self._fail(x, answer.failure)
+            live.append(x)
         return live
-
-    @staticmethod
-    def _live(rollout: Rollout, env: Any, obs: str, info: dict[str, Any]) -> _Live:
-        return _Live(rollout, env, EpisodeView.start(env, obs, info))
 
     def _step_all(self, active: Sequence[_Live], prompts: Sequence[list[int]], responses: Sequence[list[int]],
                   timings: RolloutTimings) -> None:
-        """Step every active rollout with its response, one after the other (hook: env workers)."""
-        for x, prompt_ids, response_ids in zip(active, prompts, responses, strict=True):
-            self._step(x, prompt_ids, response_ids, timings)
-
-    def _step(self, x: _Live, prompt_ids: list[int], response_ids: list[int], timings: RolloutTimings) -> None:
+        """Step every active rollout with its response (the slots decide how: in turn, or concurrently)."""
+        if len(responses) != len(active) or len(prompts) != len(active):
+            raise ValueError(f"{len(active)} active rollouts but {len(prompts)} prompts / {len(responses)} responses")
         t0 = time.perf_counter()
-        text = decode_response(self.tokenizer, response_ids)
+        texts = [decode_response(self.tokenizer, r) for r in responses]
         timings.tokenization += time.perf_counter() - t0
         t0 = time.perf_counter()
-        try:
-            obs, reward, terminated, truncated, info = x.env.step(text)
-        except Exception as exc:  # a broken env ends this rollout, recorded; the run goes on
-            log.exception("env.step failed for task %s", x.rollout.task_id)
-            x.rollout.error = f"{type(exc).__name__}: {exc}"
-            x.rollout.trajectory = getattr(x.env.unwrapped, "trajectory", None)
-            x.done = True
-            return
-        finally:
-            timings.environment += time.perf_counter() - t0
-        self._record(x, prompt_ids, response_ids, text, obs, float(reward), bool(terminated), bool(truncated),
-                     info, timings)
+        answers = self.slots.step([x.slot for x in active], texts)
+        timings.environment += time.perf_counter() - t0
+        for x, prompt_ids, response_ids, text, answer in zip(active, prompts, responses, texts, answers, strict=True):
+            if answer.failure is not None:
+                self._fail(x, answer.failure)
+                continue
+            self._record(x, prompt_ids, response_ids, text, answer.observation, answer.reward, answer.terminated,
+                         answer.truncated, answer.info, timings)
+
+    @staticmethod
+    def _fail(x: _Live, failure: str) -> None:
+        """End the rollout as a labelled env failure, with the trajectory its env kept."""
+        x.rollout.error = failure
+        x.done = True
+        x.rollout.trajectory = getattr(x.env.unwrapped, "trajectory", None)
+        log.warning("rollout of task %s ended: %s", x.rollout.task_id, failure)
 
     def _record(self, x: _Live, prompt_ids: list[int], response_ids: list[int], text: str, obs: str,
                 reward: float, terminated: bool, truncated: bool, info: dict[str, Any],

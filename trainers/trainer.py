@@ -34,7 +34,7 @@ from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.checkpoint import (CheckpointError, atomic_write_text, latest_checkpoint, restore_checkpoint,
                                            restore_latest, save_checkpoint)
 from rubricgym.trainers.config import TrainConfig, dump_config
-from rubricgym.trainers.distributed import Ranks, init_ranks, launch_sharding, merge_rank_metrics, rng_snapshot
+from rubricgym.trainers.distributed import merge_rank_metrics, rng_snapshot
 from rubricgym.trainers.env_workers import build_collector
 from rubricgym.trainers.evaluation import EvalResult, Evaluator, build_evaluator, distinct_group_share, policy_entropy
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
@@ -42,10 +42,11 @@ from rubricgym.trainers.generation_server import OpenAIServerGenerator
 from rubricgym.trainers.rollout import Rollout, RolloutTimings, available_tasks, make_env_factory
 from rubricgym.trainers.run_files import (append_run_line, cut_metrics, load_run_config, read_metrics_lines,
                                           refuse_links_outside, write_run_file)
-from rubricgym.trainers.sharding import full_adapter_state, full_optimizer_state, shard_model
+from rubricgym.trainers.parallel.base import ParallelStrategy
+from rubricgym.trainers.parallel.choose import choose_strategy
+from rubricgym.trainers.parallel.ranks import Ranks
 from rubricgym.trainers.update import ppo_update
 from rubricgym.trainers.warmup import collect_demonstrations, has_expert, run_warmup
-from rubricgym.trainers.zero import ZeroOptimizerStep, require_deepspeed
 from rubricgym.yaml_files import read_yaml_file
 
 log = logging.getLogger(__name__)
@@ -105,25 +106,6 @@ def group_metrics(groups: Sequence[Sequence[Rollout]], prefix: str = "") -> dict
     return out
 
 
-def sharding_choice(config: TrainConfig, distributed: bool) -> tuple[bool, int | None]:
-    """(FSDP, DeepSpeed ZeRO stage) from the run config and the launcher's environment; with
-    several processes, refuses what a partitioned model cannot keep in step across the ranks."""
-    launch = launch_sharding(os.environ)
-    fsdp = config.run.fsdp or launch.fsdp
-    zero_stage = config.run.deepspeed_zero or launch.zero_stage
-    if fsdp and zero_stage:
-        raise ValueError("FSDP and DeepSpeed ZeRO both asked for (run config or accelerate config); choose one")
-    engine = "run.fsdp" if fsdp else "run.deepspeed_zero" if zero_stage else None
-    if engine and distributed:
-        if config.generation.backend != "hf":
-            raise NotImplementedError(f"{engine} with generation.backend={config.generation.backend!r}: a "
-                                      "sharded adapter is not exported to a generation server; use 'hf'")
-        if config.judge.self_judge:
-            raise NotImplementedError(f"{engine} with judge.self_judge: the self-judge's calls are not kept in "
-                                      "step across ranks; use an external judge")
-    return fsdp, zero_stage
-
-
 class Trainer:
     """Builds everything from a ``TrainConfig``; ``model``/``tokenizer``/``env_fn``/``judge``
     may be injected (tests, custom envs)."""
@@ -132,11 +114,11 @@ class Trainer:
                  tokenizer: Any = None, env_fn: Callable[[], Any] | None = None, judge: Any = None,
                  resume: bool = False):
         self.config = config
-        # several processes (torchrun / accelerate launch): gloo on CPU, nccl on CUDA; one rank alone otherwise
-        self.ranks: Ranks = init_ranks(config.run.collective_timeout_s, cuda=not self._device_is_cpu(config))
-        fsdp, zero_stage = sharding_choice(config, self.ranks.distributed)
-        if zero_stage and self.ranks.distributed:
-            require_deepspeed(self._device_is_cpu(config))
+        # how the processes (torchrun / accelerate launch; one alone otherwise) share the model: chosen once
+        self.parallel: ParallelStrategy = choose_strategy(
+            config.run, cuda=not self._device_is_cpu(config), generation_backend=config.generation.backend,
+            self_judge=config.judge.self_judge)
+        self.ranks: Ranks = self.parallel.ranks
         if self.ranks.world_size > config.algorithm.tasks_per_iteration:
             raise ValueError(f"algorithm.tasks_per_iteration={config.algorithm.tasks_per_iteration} is below the "
                              f"{self.ranks.world_size} processes: each process rolls out whole groups")
@@ -154,21 +136,12 @@ class Trainer:
         first_env = self.env_fn()
         self.tasks = available_tasks(first_env, config.env)
         self.model, self.tokenizer = self._build_model(model, tokenizer)
-        self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
-        self.fsdp = bool(fsdp and self.ranks.distributed)
-        if self.fsdp:  # before the optimizer: it must hold the sharded parameters
-            shard_model(self.model, self.ranks, self.device)
-        elif (fsdp or zero_stage) and not self.ranks.distributed:
-            log.warning("%s with one process: nothing to shard; the model stays whole",
-                        "run.fsdp" if fsdp else "run.deepspeed_zero")
-        # DeepSpeed's engine takes the model and optimizer over at the first RL update (trainers/zero.py)
-        self.zero_stage = zero_stage if self.ranks.distributed else None
-        self._zero: ZeroOptimizerStep | None = None
-        self.ranks.sharded = self.fsdp or self.zero_stage is not None
+        self.parallel.prepare_model(self.model, self.device)  # before the optimizer: it holds what this leaves
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.algorithm.lr, weight_decay=config.algorithm.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_lambda)
+        self.parallel.prepare_optimizer(self.optimizer, config.algorithm.max_grad_norm)
         self.collector = build_collector(config.env, self.env_fn, self.tokenizer, config.prompt, self.max_steps,
                                          env_fn_injected=env_fn is not None, first_env=first_env)
         self.generator = self._build_generator()
@@ -228,7 +201,7 @@ class Trainer:
     def _build_generator(self) -> Any:
         gen = self.config.generation
         if gen.backend == "hf":
-            return HFGenerator(self.model, self.tokenizer, gen, ranks=self.ranks)
+            return HFGenerator(self.model, self.tokenizer, gen, lockstep=self.parallel.lockstep)
         if gen.backend == "openai":
             return OpenAIServerGenerator(self.tokenizer, gen, self.model, self.run_dir / "server_adapters",
                                          seed=self.config.run.seed)
@@ -350,8 +323,7 @@ class Trainer:
             (timings.generation, timings.environment, timings.tokenization, credit_s, update_s, total) = self.ranks.max(
                 [timings.generation, timings.environment, timings.tokenization, credit_s, update_s, total])
             metrics["processes"] = self.ranks.world_size
-            metrics["fsdp"] = int(self.fsdp)
-            metrics["deepspeed_zero"] = self.zero_stage or 0
+            metrics.update(self.parallel.run_metrics())
         metrics.update({
             "time/generation_s": timings.generation, "time/environment_s": timings.environment,
             "time/tokenization_s": timings.tokenization, "time/credit_s": credit_s, "time/update_s": update_s,
@@ -380,12 +352,9 @@ class Trainer:
     def update(self, samples: Sequence[Any], it: int) -> dict[str, float]:
         """One policy update of iteration ``it`` on this rank's step samples (global statistics)."""
         gen = torch.Generator().manual_seed(derive_seed(self.config.run.seed, 15485863, it))
-        if self.zero_stage is not None and self._zero is None:
-            self._zero = ZeroOptimizerStep(self.model, self.optimizer, self.ranks, self.zero_stage,
-                                           self.config.algorithm.max_grad_norm)
         return ppo_update(self.model, self.optimizer, self.scheduler, samples, self.config.algorithm,
                           pad_id=self.pad_id, temperature=self.config.generation.temperature, generator=gen,
-                          ranks=self.ranks, optimizer_step=self._zero)
+                          parallel=self.parallel)
 
     def _rollout_metrics(self, groups: Sequence[Sequence[Rollout]]) -> dict[str, float]:
         """``group_metrics`` of the iteration's groups (on every rank: of all ranks' groups)."""
@@ -415,7 +384,7 @@ class Trainer:
         cfg = self.config
         return build_evaluator(cfg, self.model, self.tokenizer, lambda k: derive_seed(cfg.run.seed, 4049, k),
                                lambda: self.tasks_for(0, cfg.algorithm.tasks_per_iteration), self.env_fn,
-                               train_tasks=self.tasks, ranks=self.ranks)
+                               train_tasks=self.tasks, lockstep=self.parallel.lockstep)
 
     def eval_tasks(self) -> list[tuple[str, int]]:
         return list(self.held_out.plan.tasks)
@@ -463,7 +432,7 @@ class Trainer:
                                        derive_seed(cfg.run.seed, 31337), stop_token_ids(self.tokenizer, self.model),
                                        progress=cfg.run.progress)
         history = run_warmup(self.model, demos, cfg.warmup, self.pad_id, derive_seed(cfg.run.seed, 271828), self._log,
-                             progress=cfg.run.progress)
+                             progress=cfg.run.progress, autocast=self.parallel.autocast)
         self.generator.sync_weights(self.model, 0)
         record.update({"demonstrations": len(demos), "steps": len(history), "loss_first": history[0]["loss"],
                        "loss_last": history[-1]["loss"]})
@@ -493,10 +462,7 @@ class Trainer:
         evaluate = cfg.run.evaluate_after if evaluate is None else evaluate
         if self.iteration == 0 and not self.warmup_done and self.warmup_wanted():
             self.warm_start()
-            # several processes: all ranks warmed up alike; continue from rank 0's (checkpointed) adapter
-            # (an FSDP-sharded adapter exists once, shard by shard: nothing to align)
-            if not self.fsdp:
-                self.ranks.broadcast_parameters([p for p in self.model.parameters() if p.requires_grad])
+            self.parallel.align_after_warm_start(self.model)
         elif self.iteration == 0 and evaluate and "before" not in self.evaluations():
             self.evaluate_held_out("before")
         try:
@@ -619,33 +585,12 @@ class Trainer:
             folder.mkdir(exist_ok=True)
             write_run_file(folder / f"iter-{it:06d}.jsonl", "".join(line + "\n" for _, _, line in gathered))
 
-    @property
-    def sharding_label(self) -> str:
-        """``, FSDP`` / ``, DeepSpeed ZeRO-<stage>`` for the start line; empty when replicated."""
-        return ", FSDP" if self.fsdp else f", DeepSpeed ZeRO-{self.zero_stage}" if self.zero_stage else ""
-
-    def full_adapter_state(self) -> dict[str, torch.Tensor] | None:
-        """The whole LoRA tensors when the model is partitioned (a collective: every rank calls
-        it); None when every rank holds them whole."""
-        if self._zero is not None:
-            return self.ranks.collective("gathering the adapter", self._zero.full_adapter_state)
-        return self.ranks.collective("gathering the adapter", lambda: full_adapter_state(self.model)) if self.fsdp else None
-
-    def full_optimizer_state(self) -> dict[str, Any] | None:
-        """The optimizer state with whole tensors when it is partitioned (a collective); None
-        when every rank holds it whole."""
-        if self._zero is not None:
-            return self.ranks.collective("gathering the optimizer state", self._zero.full_optimizer_state)
-        if self.fsdp:
-            return self.ranks.collective("gathering the optimizer state", lambda: full_optimizer_state(self.optimizer))
-        return None
-
     def save(self) -> Path | None:
         """Checkpoint the run. Several processes: every rank's RNG state goes to rank 0, which
         writes the one checkpoint (adapter and optimizer state are the same on every rank)."""
         snapshots = self.ranks.gather_json(rng_snapshot()) if self.ranks.distributed else []
         # a partitioned model or optimizer: every rank joins the gathering of the whole tensors; rank 0 writes them
-        adapter, optimizer_state = self.full_adapter_state(), self.full_optimizer_state()
+        adapter, optimizer_state = self.parallel.full_adapter_state(), self.parallel.full_optimizer_state()
         if not self.ranks.is_main:
             return None
         extra = {"data_position": self.data_position, "warmup_done": self.warmup_done, "config": self.config.model_dump(mode="json")}
@@ -661,7 +606,7 @@ class Trainer:
         if self.ranks.is_main:
             try:
                 restored = restore_latest(self.run_dir, self.model, self.optimizer, self.scheduler,
-                                          sharded=self.fsdp)
+                                          parallel=self.parallel)
             except CheckpointError as exc:
                 error = exc
         chosen = self.ranks.broadcast_json({"path": str(restored.path) if restored else None,
@@ -672,7 +617,7 @@ class Trainer:
             raise CheckpointError(self.run_dir, f"rank 0 cannot resume: {chosen['error']}")
         if restored is None:
             restored = restore_checkpoint(Path(chosen["path"]), self.model, self.optimizer, self.scheduler,
-                                          rank=self.ranks.rank, sharded=self.fsdp)
+                                          rank=self.ranks.rank, parallel=self.parallel)
         self.iteration = restored.iteration
         self.data_position = restored.data_position
         self.warmup_done = restored.warmup_done or (self.run_dir / WARMUP_FILE).is_file()
@@ -687,9 +632,7 @@ class Trainer:
             self.held_out.close()
         if self._tb is not None:
             self._tb.close()
-        if self._zero is not None:
-            self._zero.close()
-            self._zero = None
+        self.parallel.close()
         self.ranks.close()
 
     @classmethod

@@ -8,17 +8,14 @@
 3. For each epoch and minibatch: micro-batch forward/backward of ``policy_loss``, then clip
    the gradient norm and take one optimizer (and scheduler) step.
 
-Several processes (``ranks``, trainers/distributed.py): each rank holds the samples of its
-own groups. The loss's denominators (sample count, token count, the aggregation total) are
-summed over the ranks before the weights are formed, so each rank's loss is its exact share
-of the global loss; after the local micro-batches, the LoRA gradients are summed over the
-ranks (one all-reduce), before clipping. Every rank then holds the one-process gradient of
-the global batch and takes the same optimizer step. A rank with fewer (or no) micro-batches
-still joins every sum, so ranks never wait on each other mid-step. With FSDP
-(trainers/sharding.py) the sum happens in FSDP's reduce-scatter during each backward (with DeepSpeed ZeRO,
-trainers/zero.py, in its engine), so a rank with fewer micro-batches adds empty passes to
-match the busiest rank. Who reduces, clips and steps is the ``OptimizerStep``
-(trainers/optimizer_step.py).
+Several processes: each rank holds the samples of its own groups. The loss's denominators
+(sample count, token count, the aggregation total) are summed over the ranks before the
+weights are formed, so each rank's loss is its exact share of the global loss. Who turns the
+shares' gradients into the global gradient, clips and steps is the run's ``ParallelStrategy``
+(trainers/parallel/): ``backward`` each pass, ``extra_passes`` empty passes where the
+strategy needs every rank in step, then ``step``. A rank with fewer (or no) micro-batches
+still joins every sum, so ranks never wait on each other mid-step. Training forwards run
+under the strategy's ``autocast()`` (the run's mixed precision).
 
 Batch layout per sequence: ``[left padding][prompt][response][right padding]`` with every
 response starting at the same column, so the logits of all responses come from one slice
@@ -36,11 +33,10 @@ import torch
 
 from rubricgym.credit.estimators import get_estimator
 from rubricgym.trainers.config import AlgorithmSettings
-from rubricgym.trainers.distributed import Ranks
 from rubricgym.trainers.loss import entropy_from_logits, policy_loss
+from rubricgym.trainers.parallel.base import ParallelStrategy, empty_loss
+from rubricgym.trainers.parallel.choose import single_process
 from rubricgym.trainers.rollout import StepSample
-from rubricgym.trainers.optimizer_step import OptimizerStep, TorchOptimizerStep
-from rubricgym.trainers.sharding import empty_loss, empty_pass, pad_passes
 
 
 @dataclass
@@ -106,17 +102,18 @@ def micro_batches(items: Sequence[int], size: int) -> Iterator[list[int]]:
 
 @torch.no_grad()
 def _logprobs_no_grad(model: Any, samples: Sequence[StepSample], order: Sequence[int], size: int, pad_id: int,
-                      device: Any, temperature: float, ranks: Ranks) -> dict[int, torch.Tensor]:
+                      device: Any, temperature: float, parallel: ParallelStrategy) -> dict[int, torch.Tensor]:
     out: dict[int, torch.Tensor] = {}
     batches = list(micro_batches(order, size))
-    empty = pad_passes(ranks, len(batches))  # a sharded model: as many forwards as the busiest rank
+    empty = parallel.extra_passes(len(batches))
     for mb in batches:
         batch = collate([samples[i] for i in mb], pad_id, device)
-        logp, _ = response_logprobs(model, batch, temperature)
+        with parallel.autocast():
+            logp, _ = response_logprobs(model, batch, temperature)
         for row, i in enumerate(mb):
             out[i] = logp[row, : len(samples[i].response_ids)].detach()
     for _ in range(empty):
-        empty_pass(model, pad_id, device)
+        empty_loss(model, pad_id, device)
     return out
 
 
@@ -188,14 +185,17 @@ def _token_weights(samples: Sequence[StepSample], weights: Sequence[float], widt
 
 def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, samples: Sequence[StepSample],
                settings: AlgorithmSettings, *, pad_id: int, temperature: float = 1.0,
-               generator: torch.Generator | None = None, ranks: Ranks | None = None,
-               optimizer_step: OptimizerStep | None = None) -> dict[str, float]:
+               generator: torch.Generator | None = None, parallel: ParallelStrategy | None = None) -> dict[str, float]:
     """Run the update; returns token-weighted means of the loss terms (empty dict: nothing to
-    train). With several ``ranks``, ``samples`` are this rank's and the statistics are global.
-    ``optimizer_step``: who reduces, clips and steps (default: ``optimizer`` itself)."""
-    ranks = ranks or Ranks()
-    optimizer_step = optimizer_step or TorchOptimizerStep(model, optimizer, ranks, settings.max_grad_norm)
-    policy = optimizer_step.module  # the training passes' forward (the model, or an engine around it)
+    train). ``parallel``: the run's strategy, prepared with ``model`` and ``optimizer`` (default:
+    one process); with several ranks, ``samples`` are this rank's and the statistics are global."""
+    if parallel is None:
+        parallel = single_process()
+        parallel.prepare_model(model, next(model.parameters()).device)
+        parallel.prepare_optimizer(optimizer, settings.max_grad_norm)
+    ranks = parallel.ranks
+    parallel.begin_update()
+    policy = parallel.module  # the training passes' forward (the model, or an engine around it)
     settings = resolved_objective(settings)
     samples = trainable_samples(samples, bool(settings.skip_zero_advantage))
     trained, update_tokens = ranks.sum([len(samples), sum(len(s.prompt_ids) + len(s.response_ids) for s in samples)])
@@ -212,9 +212,9 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
     ref = None
     if settings.kl_coef > 0:
         with adapter_disabled(model):
-            ref = _logprobs_no_grad(model, samples, order, size, pad_id, device, temperature, ranks)
+            ref = _logprobs_no_grad(model, samples, order, size, pad_id, device, temperature, parallel)
     steps_per_iteration = settings.epochs * settings.minibatches
-    old = (_logprobs_no_grad(model, samples, order, size, pad_id, device, temperature, ranks)
+    old = (_logprobs_no_grad(model, samples, order, size, pad_id, device, temperature, parallel)
            if steps_per_iteration > 1 else None)
     model.train()
 
@@ -237,16 +237,17 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
                                    strict=True))
             optimizer.zero_grad(set_to_none=True)
             batches = list(micro_batches(chunk, size))
-            passes: list[list[int] | None] = [*batches, *[None] * pad_passes(ranks, len(batches))]
+            passes: list[list[int] | None] = [*batches, *[None] * parallel.extra_passes(len(batches))]
             for k, mb in enumerate(passes):
                 last = k == len(passes) - 1
                 if mb is None:  # an empty pass: in step with the busiest rank's engine collectives
-                    optimizer_step.backward(empty_loss(policy, pad_id, device), last)
+                    parallel.backward(empty_loss(policy, pad_id, device), last)
                     continue
                 batch = collate([samples[i] for i in mb], pad_id, device)
                 weights = _token_weights([samples[i] for i in mb], [step_weight[i] for i in mb], batch.response_len,
                                          device)
-                logp, entropy = response_logprobs(policy, batch, temperature, with_entropy=settings.entropy_coef > 0)
+                with parallel.autocast():
+                    logp, entropy = response_logprobs(policy, batch, temperature, with_entropy=settings.entropy_coef > 0)
                 old_logp = _stack(old, mb, batch.response_len, device) if old is not None else logp.detach()
                 ref_logp = _stack(ref, mb, batch.response_len, device) if ref is not None else None
                 terms = policy_loss(
@@ -255,11 +256,11 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
                     entropy_coef=settings.entropy_coef, num_tokens=num_tokens,
                     ratio_level=str(settings.ratio_level), weights=weights,
                 )
-                optimizer_step.backward(terms.loss, last)
+                parallel.backward(terms.loss, last)
                 sums["loss"] += float(terms.loss.detach()) * num_tokens
                 for key in ("pg", "kl", "entropy", "clipped", "ratio", "tokens"):
                     sums[key] += float(getattr(terms, key))
-            grad_norms.append(optimizer_step.step())
+            grad_norms.append(parallel.step())
             if scheduler is not None:
                 scheduler.step()
     optimizer.zero_grad(set_to_none=True)

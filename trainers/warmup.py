@@ -11,6 +11,7 @@ rewards or credit.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
 from rubricgym.registration import UnknownBenchmark, get_spec
 from rubricgym.trainers.config import WarmupSettings
 from rubricgym.trainers.rollout import StepSample
-from rubricgym.trainers.sharding import norm_value
+from rubricgym.trainers.parallel.base import norm_value
 from rubricgym.trainers.update import collate, micro_batches, response_logprobs
 
 log = logging.getLogger(__name__)
@@ -129,9 +130,12 @@ def sft_loss(model: Any, samples: Sequence[StepSample], pad_id: int, num_tokens:
 
 def run_warmup(model: Any, demos: Sequence[Demonstration], settings: WarmupSettings, pad_id: int, seed: int,
                log_fn: Callable[[dict[str, Any]], None] | None = None,
-               progress: bool = False) -> list[dict[str, float]]:
+               progress: bool = False,
+               autocast: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+               ) -> list[dict[str, float]]:
     """``settings.steps`` AdamW steps on LoRA, each over ``batch_size`` demonstrations drawn
-    without replacement per pass (seeded); returns one metrics dict per step."""
+    without replacement per pass (seeded); returns one metrics dict per step. ``autocast``:
+    the run's mixed precision around each forward (``ParallelStrategy.autocast``)."""
     if not demos:
         raise ValueError("the warm start has no demonstrations (no expert step was accepted)")
     params = [p for p in model.parameters() if p.requires_grad]
@@ -154,7 +158,8 @@ def run_warmup(model: Any, demos: Sequence[Demonstration], settings: WarmupSetti
         optimizer.zero_grad(set_to_none=True)
         total = 0.0
         for mb in micro_batches(list(range(len(samples))), settings.micro_batch_size):
-            loss, _ = sft_loss(model, [samples[i] for i in mb], pad_id, num_tokens)
+            with autocast():
+                loss, _ = sft_loss(model, [samples[i] for i in mb], pad_id, num_tokens)
             loss.backward()
             total += float(loss.detach())
         grad_norm = norm_value(torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm))

@@ -27,7 +27,7 @@ SAMPLE_FIELDS = ("prompt_ids", "response_ids", "response_text", "reasoning_token
 
 def lora_weights(trainer: Trainer) -> dict:
     """Whole LoRA tensors (gathered on every rank when the model is sharded)."""
-    whole = trainer.full_adapter_state()
+    whole = trainer.parallel.full_adapter_state()
     if whole is None:
         whole = {n: p.detach().cpu().contiguous() for n, p in trainer.model.named_parameters() if p.requires_grad}
     return whole

@@ -20,10 +20,14 @@ from safetensors.torch import load_file
 from rubricgym.cli import main as cli_main
 from rubricgym.trainers.checkpoint import TENSORS_FILE, list_checkpoints, read_state
 from rubricgym.trainers.config import RunSettings, load_config
-from rubricgym.trainers.distributed import LaunchSharding, Ranks, launch_sharding, merge_rank_metrics
+from rubricgym.trainers.distributed import merge_rank_metrics
+from rubricgym.trainers.parallel.choose import choose_strategy, plan_for
+from rubricgym.trainers.parallel.fsdp import FsdpStrategy
+from rubricgym.trainers.parallel.plan import LaunchRequest, ParallelPlan, launch_request
+from rubricgym.trainers.parallel.ranks import Ranks
+from rubricgym.trainers.parallel.zero import require_deepspeed
 from rubricgym.trainers.rollout import StepSample
-from rubricgym.trainers.trainer import Trainer, sharding_choice
-from rubricgym.trainers.zero import require_deepspeed
+from rubricgym.trainers.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
 WORD_CLI = ROOT / "tests" / "trainer" / "word_cli.py"  # the CLI with env.factory=word registered
@@ -396,27 +400,29 @@ def test_deepspeed_settings_the_trainer_does_not_apply_are_refused(tmp_path, mon
 
 
 def test_the_launch_environment_names_the_sharding():
-    assert launch_sharding({}) == LaunchSharding()
-    assert launch_sharding({"ACCELERATE_USE_FSDP": "true"}) == LaunchSharding(fsdp=True)
-    assert launch_sharding({"ACCELERATE_USE_DEEPSPEED": "true"}) == LaunchSharding(zero_stage=2)  # accelerate's default
-    assert launch_sharding({"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3",
-                            "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE": "none"}) == LaunchSharding(zero_stage=3)
+    assert launch_request({}) == LaunchRequest()
+    assert launch_request({"ACCELERATE_USE_FSDP": "true"}) == LaunchRequest(fsdp=True)
+    assert launch_request({"ACCELERATE_USE_DEEPSPEED": "true"}) == LaunchRequest(zero_stage=2)  # accelerate's default
+    assert launch_request({"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3",
+                           "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE": "none"}) == LaunchRequest(zero_stage=3)
     with pytest.raises(ValueError, match="choose one"):
         RunSettings(fsdp=True, deepspeed_zero=2)
 
 
-def test_the_run_config_and_the_launcher_together_choose_one_sharding(monkeypatch):
+def test_the_run_config_and_the_launcher_together_choose_one_sharding():
     config = load_config(None, ["run.deepspeed_zero=3"])
-    assert sharding_choice(config, distributed=True) == (False, 3)
-    monkeypatch.setenv("ACCELERATE_USE_DEEPSPEED", "true")
-    assert sharding_choice(load_config(None, []), distributed=True) == (False, 2)
-    monkeypatch.delenv("ACCELERATE_USE_DEEPSPEED")
-    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    assert plan_for(config.run, {}) == ParallelPlan(engine="zero", zero_stage=3)
+    assert plan_for(load_config(None, []).run, {"ACCELERATE_USE_DEEPSPEED": "true"}) == ParallelPlan("zero", 2)
+    fsdp_launch = {"ACCELERATE_USE_FSDP": "true"}
     with pytest.raises(ValueError, match="choose one"):
-        sharding_choice(config, distributed=True)
+        plan_for(config.run, fsdp_launch)
+    self_judge = load_config(None, ["judge.self_judge=true"])
+    fsdp = plan_for(self_judge.run, fsdp_launch)
     with pytest.raises(NotImplementedError, match="judge.self_judge"):
-        sharding_choice(load_config(None, ["judge.self_judge=true"]), distributed=True)
-    assert sharding_choice(load_config(None, ["judge.self_judge=true"]), distributed=False) == (True, None)
+        FsdpStrategy(Ranks(rank=0, world_size=2), fsdp).check_run("hf", self_judge=True)
+    # one process: nothing to shard, nothing refused; the model stays whole
+    alone = choose_strategy(self_judge.run, cuda=False, generation_backend="hf", self_judge=True, environ=fsdp_launch)
+    assert alone.label == "replicated" and not alone.ranks.distributed
 
 
 def test_deepspeed_missing_is_a_clear_error(monkeypatch):

@@ -11,8 +11,8 @@ import pytest
 from requirements_guard import need
 from rubricgym.prompts import PromptSettings
 from rubricgym.trainers.config import EnvSettings, load_config
-from rubricgym.trainers.env_workers import WORKER_DIED, WorkerRolloutCollector, build_collector
-from rubricgym.trainers.rollout import RolloutCollector, RolloutTimings, make_env_factory
+from rubricgym.trainers.env_workers import WORKER_DIED, WorkerEnvSlots, build_collector
+from rubricgym.trainers.rollout import LocalEnvSlots, RolloutCollector, RolloutTimings, make_env_factory
 
 from rubricgym.models import build_tiny_model
 
@@ -74,12 +74,12 @@ def test_process_pool_gives_the_in_process_trajectories_on_the_word_env():
     expected, local_policy = collect(local, tok, WORD_TEXTS, tasks, 3)
     local.close()
     remote = build_collector(settings, None, tok, PromptSettings(), 3)
-    assert isinstance(remote, WorkerRolloutCollector) and remote.pool.backend == "process"
+    assert isinstance(remote.slots, WorkerEnvSlots) and remote.slots.pool.backend == "process"
     try:
         got, remote_policy = collect(remote, tok, WORD_TEXTS, tasks, 3)
-        assert remote.summary.task_ids() == ["pick-0", "pick-1"]
-        assert remote.summary.grammar == make_env_factory(settings)().unwrapped.adapter.grammar  # the prompt's format
-        pids = {remote.pool.request(i, "pid")["pid"] for i in range(2)}
+        assert remote.slots.summary.task_ids() == ["pick-0", "pick-1"]
+        assert remote.slots.summary.grammar == make_env_factory(settings)().unwrapped.adapter.grammar  # the prompt's format
+        pids = {remote.slots.pool.request(i, "pid")["pid"] for i in range(2)}
     finally:
         remote.close()
     assert len(pids) == 2 and os.getpid() not in pids  # two separate worker processes
@@ -92,7 +92,7 @@ def test_process_pool_gives_the_in_process_trajectories_on_the_word_env():
 def test_a_killed_process_worker_ends_its_rollouts_labelled_and_is_replaced():
     _, tok = build_tiny_model(0)
     remote = build_collector(word_settings(workers=2, worker_backend="process"), None, tok, PromptSettings(), 3)
-    pool = remote.pool
+    pool = remote.slots.pool
     victim = pool.request(0, "pid")["pid"]
 
     def kill_worker_0(turn):
@@ -128,8 +128,8 @@ def test_workers_need_a_config_env_and_valid_settings():
     _, tok = build_tiny_model(0)
     with pytest.raises(ValueError, match="env.workers needs env.id or env.factory"):
         build_collector(word_settings(workers=2), lambda: None, tok, PromptSettings(), 3, env_fn_injected=True)
-    assert type(build_collector(word_settings(), make_env_factory(word_settings()), tok, PromptSettings(), 3)) \
-        is RolloutCollector
+    local = build_collector(word_settings(), make_env_factory(word_settings()), tok, PromptSettings(), 3)
+    assert isinstance(local.slots, LocalEnvSlots)
     with pytest.raises(ValueError, match="worker_backend"):
         load_config(None, ["env.worker_backend=threads"])
     with pytest.raises(ValueError, match="workers"):
@@ -149,7 +149,7 @@ def test_trainer_runs_an_iteration_with_process_workers(tmp_path):
     ])
     trainer = Trainer(config)
     try:
-        assert isinstance(trainer.collector, WorkerRolloutCollector)
+        assert isinstance(trainer.collector.slots, WorkerEnvSlots)
         metrics = trainer.train_iteration()
     finally:
         trainer.close()
@@ -210,8 +210,8 @@ def test_alfworld_with_two_workers_gives_the_in_process_trajectories(backend, re
     settings = alf_settings(backend)
     remote = build_collector(settings, None, tok, PromptSettings(), 3)
     try:
-        assert remote.pool.backend == backend
-        names = remote.summary.task_ids()
+        assert remote.slots.pool.backend == backend
+        names = remote.slots.summary.task_ids()
         tasks = [(names[0], 5), (names[1], 6)]
         got, _ = collect(remote, tok, ALF_TEXTS, tasks, 2)
     finally:
@@ -231,7 +231,7 @@ def test_alfworld_worker_killed_mid_episode_is_labelled_and_replaced(backend, re
         request.getfixturevalue("ray_local")
     _, tok = build_tiny_model(0)
     remote = build_collector(alf_settings(backend), None, tok, PromptSettings(), 3)
-    pool = remote.pool
+    pool = remote.slots.pool
     try:
         victim = pool.request(0, "pid")["pid"]
 
@@ -239,7 +239,7 @@ def test_alfworld_worker_killed_mid_episode_is_labelled_and_replaced(backend, re
             if turn == 1:
                 os.kill(victim, signal.SIGKILL)
 
-        task = remote.summary.task_ids()[0]
+        task = remote.slots.summary.task_ids()[0]
         texts = ["<action>inventory</action>"]  # never ends an episode: all rollouts run 3 turns
         got, _ = collect(remote, tok, texts, [(task, 3)], 4, on_turn=kill_worker_0)
         check_killed_worker_outcome(got, pool)
@@ -265,7 +265,7 @@ def test_appworld_with_two_workers_gives_the_in_process_trajectories(backend, re
     settings = EnvSettings(id="AppWorld-Rubric-v0", max_steps=2, workers=2, worker_backend=backend)
     remote = build_collector(settings, None, tok, PromptSettings(), 2)
     try:
-        names = remote.summary.task_ids()
+        names = remote.slots.summary.task_ids()
         tasks = [(names[0], 5), (names[1], 6)]
         got, _ = collect(remote, tok, APPWORLD_TEXTS, tasks, 1)
     finally:

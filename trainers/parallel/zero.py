@@ -7,12 +7,12 @@ The engine is built at the first RL update, around the model and the trainer's o
 its own, trains the model before DeepSpeed owns it, the same on every rank. From then on every
 training pass goes through the engine (``engine.backward``; the step's last pass is its
 accumulation boundary, ``engine.step`` reduces, clips and steps), and, as under FSDP, every
-rank makes the same number of passes and generate calls (``Ranks.sharded``): ZeRO-2 reduces
+rank makes the same number of passes and generate calls (``AgreedLockstep``, ``extra_passes``): ZeRO-2 reduces
 gradients inside each backward, ZeRO-3 gathers weights inside each forward.
 
 The update weights each rank's loss as its share of the global loss and DeepSpeed averages
 gradients over the ranks, so each share is scaled by the number of ranks (the same rule as
-FSDP, trainers/sharding.py).
+FSDP, ``fsdp.py``).
 
 Checkpoints stay in the one pickle-free format and DeepSpeed's own checkpoint files are never
 written or read: every rank joins the gathering of the whole LoRA tensors and AdamW moments
@@ -20,8 +20,8 @@ written or read: every rank joins the gathering of the whole LoRA tensors and Ad
 the checkpoint is loaded into the plain model and optimizer before the engine exists; building
 the engine then moves that optimizer state into its partitions (``safe_set_full_optimizer_state``).
 
-DeepSpeed's mixed precision, offloading and config files are not used: the engine's config is
-built here from the run config (stage, gradient clipping).
+DeepSpeed's mixed precision, offloading and config files are not used (refused in ``plan.py``,
+with the reasons): the engine's config is built here from the run config (stage, gradient clipping).
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from typing import Any
 import torch
 
 from rubricgym.process_state import preserved_process_state
-from rubricgym.trainers.distributed import Ranks
+from rubricgym.trainers.parallel.base import AgreedLockstep, ParallelStrategy, refuse_partitioned_run
+from rubricgym.trainers.parallel.plan import ParallelPlan
+from rubricgym.trainers.parallel.ranks import Ranks
 
 
 def deepspeed_config(stage: int, world_size: int, max_grad_norm: float) -> dict[str, Any]:
@@ -52,42 +54,69 @@ def deepspeed_config(stage: int, world_size: int, max_grad_norm: float) -> dict[
     }
 
 
-class ZeroOptimizerStep:
-    """The trainer's optimizer step through DeepSpeed's ZeRO engine (an ``OptimizerStep``,
-    trainers/optimizer_step.py)."""
+class ZeroStrategy(ParallelStrategy):
+    """The optimizer step through DeepSpeed's ZeRO engine at ``plan.zero_stage``."""
 
-    def __init__(self, model: Any, optimizer: torch.optim.Optimizer, ranks: Ranks, stage: int,
-                 max_grad_norm: float):
+    def __init__(self, ranks: Ranks, plan: ParallelPlan):
+        super().__init__(ranks, plan)
+        self.lockstep = AgreedLockstep(ranks)
+        self.stage = int(plan.zero_stage or 2)
+        self.engine: Any = None
+        self.zero: Any = None
+        self.group_sizes: list[int] = []
+
+    @property
+    def label(self) -> str:
+        return f"DeepSpeed ZeRO-{self.stage}"
+
+    def run_metrics(self) -> dict[str, int]:
+        return {"fsdp": 0, "deepspeed_zero": self.stage}
+
+    def check_run(self, generation_backend: str, self_judge: bool) -> None:
+        refuse_partitioned_run("run.deepspeed_zero", generation_backend, self_judge)
+        require_deepspeed(self.ranks.device.type == "cpu")
+
+    def begin_update(self) -> None:
+        """Build the engine at the first RL update, around the model and the trainer's AdamW."""
+        if self.engine is not None:
+            return
         import deepspeed  # optional: the deepspeed extra
 
         logging.getLogger("DeepSpeed").setLevel(logging.WARNING)
         # DeepSpeed calls torch.distributed's older collective names; torch warns on every call
         warnings.filterwarnings("ignore", category=FutureWarning, message=r"`torch\.distributed\.\w+` is deprecated")
-        self.model, self.optimizer, self.ranks = model, optimizer, ranks
-        self.params = [p for p in model.parameters() if p.requires_grad]
+        model, optimizer = self.model, self.optimizer
+        assert model is not None and optimizer is not None
         self.group_sizes = [len(g["params"]) for g in optimizer.param_groups]
         # a resumed optimizer's per-parameter state: moved into the engine's partitions below
         saved = {i: optimizer.state.pop(p) for i, p in enumerate(self.params) if p in optimizer.state}
-        config = deepspeed_config(stage, ranks.world_size, max_grad_norm)
+        config = deepspeed_config(self.stage, self.ranks.world_size, self.max_grad_norm)
         device = next(model.parameters()).device
         # building the engine must not move the run's random streams (resume exactness)
         with preserved_process_state(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            self.engine, self.zero, _, _ = ranks.collective(
+            self.engine, self.zero, _, _ = self.ranks.collective(
                 "starting DeepSpeed", lambda: deepspeed.initialize(model=model, optimizer=optimizer, config=config))
         if saved:
             self._adopt(saved)
 
     @property
     def module(self) -> Any:
-        return self.engine
+        return self.engine if self.engine is not None else self.model
+
+    def extra_passes(self, local: int) -> int:
+        # agreed before any of the passes: ZeRO-2 reduces inside each backward, ZeRO-3 gathers inside each forward
+        return int(self.ranks.max([float(local)])[0]) - local
 
     def close(self) -> None:
         """Release the engine's state while the process group still exists (not in a
         destructor at interpreter exit)."""
-        self.engine.destroy()
+        if self.engine is not None:
+            self.engine.destroy()
+            self.engine = None
 
     def backward(self, loss: torch.Tensor, last: bool) -> None:
         self.engine.set_gradient_accumulation_boundary(last)
+        # DeepSpeed averages gradients over the ranks: scale each rank's share back to a sum
         self.ranks.collective("a DeepSpeed backward", lambda: self.engine.backward(loss * self.ranks.world_size))
 
     def step(self) -> float:
@@ -95,24 +124,35 @@ class ZeroOptimizerStep:
         return float(self.engine.get_global_grad_norm())
 
     # ---- whole tensors for the checkpoint (collectives: every rank calls them) ----------
+    def full_adapter_state(self) -> dict[str, torch.Tensor] | None:
+        if self.engine is None:  # before the first update (the warm start's checkpoint): every rank holds them whole
+            return None
+        return self.ranks.collective("gathering the adapter", self._full_adapter_state)
+
+    def full_optimizer_state(self) -> dict[str, Any] | None:
+        if self.engine is None:
+            return None
+        return self.ranks.collective("gathering the optimizer state", self._full_optimizer_state)
+
     def _flat_partitions(self) -> list[torch.Tensor]:
         """This rank's fp32 partitions, the tensors torch's AdamW steps (ZeRO-3 keeps them out
         of the optimizer's groups between steps)."""
         flats = getattr(self.zero, "fp32_partitioned_groups_flat", None)  # stage 3
         return list(flats if flats is not None else self.zero.single_partition_of_fp32_groups)  # stages 1, 2
 
-    def full_adapter_state(self) -> dict[str, torch.Tensor]:
+    def _full_adapter_state(self) -> dict[str, torch.Tensor]:
         """Every trainable (LoRA) parameter, whole, by its ``named_parameters`` name."""
         from deepspeed.utils import safe_get_full_fp32_param  # optional: the deepspeed extra
 
         return {name: safe_get_full_fp32_param(p).to(p.dtype).cpu().contiguous()
                 for name, p in self.model.named_parameters() if p.requires_grad}
 
-    def full_optimizer_state(self) -> dict[str, Any]:
+    def _full_optimizer_state(self) -> dict[str, Any]:
         """The AdamW state as torch's ``optimizer.state_dict()`` of the unwrapped optimizer
         would hold it: per parameter, whole tensors; the groups' settings."""
         from deepspeed.utils import safe_get_full_optimizer_state  # optional: the deepspeed extra
 
+        assert self.optimizer is not None
         flats = self._flat_partitions()
         template = self.optimizer.state.get(flats[0]) if flats else None
         state: dict[int, dict[str, Any]] = {}
@@ -137,6 +177,7 @@ class ZeroOptimizerStep:
         DeepSpeed's views to it, then write each parameter's slice."""
         from deepspeed.utils import safe_set_full_optimizer_state  # optional: the deepspeed extra
 
+        assert self.optimizer is not None
         template = next(iter(saved.values()))
         for flat in self._flat_partitions():
             self.optimizer.state[flat] = {
