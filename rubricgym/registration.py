@@ -27,7 +27,8 @@ from rubricgym.secret_refs import refuse_inline_secrets
 __all__ = [
     "BENCHMARKS", "ENTRY_POINT_GROUP", "BenchmarkNotInstalled", "UnknownBenchmark", "check_env_id", "discover",
     "env_ids", "make", "nearest_env_ids",
-    "get_spec", "judge_rubric_file", "make_rubric_env", "operator_library", "register_benchmark", "task_ids",
+    "get_spec", "judge_rubric_file", "make_rubric_env", "operator_library", "register_benchmark",
+    "register_client_env_id", "task_ids",
 ]
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ ENTRY_POINT_GROUP = "rubricgym.benchmarks"
 
 BENCHMARKS: dict[str, BenchmarkSpec] = {}
 _ENV_IDS: dict[str, str] = {}  # env id -> benchmark name
+_CLIENT_ENV_IDS: set[str] = set()  # env ids that play a benchmark elsewhere (a served env's client)
 _discovered = False
 
 
@@ -120,10 +122,18 @@ def check_env_id(env_id: str) -> str:
     """``env_id`` when a rubricgym benchmark registered it; else ``UnknownBenchmark`` naming
     the nearest rubricgym ids (gymnasium's own error suggests any registered env)."""
     discover()
+    if env_id in _CLIENT_ENV_IDS:
+        return env_id
     if env_id not in _ENV_IDS:
         raise UnknownBenchmark(f"unknown env id {env_id!r}{_did_you_mean(env_id)} "
                                f"(rubricgym env ids: {', '.join(sorted(_ENV_IDS))})")
     return env_id
+
+
+def register_client_env_id(env_id: str) -> None:
+    """Let ``check_env_id`` accept an env id that plays a benchmark elsewhere (its kwargs say
+    where), so every command taking env ids takes it."""
+    _CLIENT_ENV_IDS.add(env_id)
 
 
 def make(env_id: str, **kwargs: Any) -> gym.Env[str, str]:

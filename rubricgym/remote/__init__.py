@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
+from rubricgym.registration import register_client_env_id
+
 __all__ = ["REMOTE_ENV_ID", "register_remote_env"]
 
 REMOTE_ENV_ID = "rubricgym/Remote-v0"
@@ -20,3 +22,4 @@ def register_remote_env() -> None:
     if REMOTE_ENV_ID not in gym.registry:
         gym.register(id=REMOTE_ENV_ID, entry_point="rubricgym.remote.client:RemoteEnv",
                      disable_env_checker=True)  # the server's env was checked; a step costs a round trip
+    register_client_env_id(REMOTE_ENV_ID)  # commands taking env ids take it (with url=, env_id=)

@@ -10,6 +10,7 @@ as a truncated, labelled engine failure, and the next ``reset`` connects afresh.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -20,12 +21,13 @@ from websockets.protocol import State as WSState
 
 from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.env import MAX_TEXT
+from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 from rubricgym.remote.wire import (
     PROTOCOL, Handshake, RubricAction, RubricObservation, WireMeta, info_from_json, schema_digest,
 )
 from rubricgym.spaces import UnicodeText
 
-__all__ = ["RemoteEnv", "RemoteEnvError", "RubricEnvClient"]
+__all__ = ["RemoteEnv", "RemoteEnvError", "RubricEnvClient", "ServedAdapter"]
 
 SERVER_GONE = "EngineFailure: remote env server"
 # what a call can raise when the server refuses, vanishes or stops answering
@@ -52,6 +54,20 @@ class RubricEnvClient(EnvClient[RubricAction, RubricObservation, State]):
         return State(**payload)
 
 
+@dataclass(frozen=True)
+class ServedAdapter:
+    """What the served env's adapter tells a client's prompts: benchmark, grammar, task ids."""
+
+    benchmark: str
+    grammar: TagGrammar = ACTION_GRAMMAR
+    ids: tuple[str, ...] | None = None
+
+    def task_ids(self) -> list[str]:
+        if self.ids is None:
+            raise ValueError("the served env exposes no task ids")
+        return list(self.ids)
+
+
 class RemoteEnv(gym.Env[str, str]):
     """A served rubricgym env: ``gym.make("rubricgym/Remote-v0", url=..., env_id=...)``."""
 
@@ -66,6 +82,7 @@ class RemoteEnv(gym.Env[str, str]):
         self.observation_space = UnicodeText(MAX_TEXT)
         self.action_space = UnicodeText(MAX_TEXT)
         self.trajectory: Trajectory | None = None
+        self.adapter: ServedAdapter | None = None  # known after the first reset
         self._client = RubricEnvClient(base_url=url, connect_timeout_s=connect_timeout_s, message_timeout_s=timeout_s)
         self._sync = self._client.sync()
         self._done = True
@@ -83,6 +100,13 @@ class RemoteEnv(gym.Env[str, str]):
         except WIRE_ERRORS as exc:
             raise RemoteEnvError(f"{self.url}: {type(exc).__name__}: {exc}") from None
         meta = WireMeta.model_validate(result.observation.metadata)
+        if meta.env is not None:
+            grammar = meta.env.get("grammar")
+            self.adapter = ServedAdapter(
+                benchmark=str(meta.env.get("benchmark")),
+                grammar=TagGrammar(**{k: tuple(v) if isinstance(v, list) else v for k, v in grammar.items()})
+                if isinstance(grammar, dict) else ACTION_GRAMMAR,
+                ids=tuple(meta.env["task_ids"]) if meta.env.get("task_ids") is not None else None)
         self.trajectory = Trajectory.model_validate(meta.trajectory) if meta.trajectory else None
         self._done = False
         self._last = result.observation.text

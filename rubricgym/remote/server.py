@@ -127,7 +127,7 @@ class SessionEnv(Environment[RubricAction, RubricObservation, State]):
                         terminated=bool(answer.get("terminated")), truncated=bool(answer.get("truncated")),
                         info=info, models=answer.get("models", {}),
                         facts=transition.get("facts") if isinstance(transition, dict) else None,
-                        rubric=info.get("rubric"), trajectory=trajectory)
+                        rubric=info.get("rubric"), trajectory=trajectory, env=answer.get("env"))
         return RubricObservation(text=answer["observation"], reward=reward, done=self._done,
                                  metadata=meta.model_dump(mode="json"))
 

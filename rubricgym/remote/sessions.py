@@ -11,6 +11,7 @@ and is replaced.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import multiprocessing
@@ -21,6 +22,7 @@ from typing import Any
 import gymnasium as gym
 
 from rubricgym.contract import Trajectory
+from rubricgym.parsing import TagGrammar
 from rubricgym.registration import check_env_id, discover
 from rubricgym.remote.wire import info_to_json
 
@@ -38,6 +40,16 @@ class WorkerDied(RuntimeError):
 
 
 # ---- inside a worker -------------------------------------------------------------------
+def describe(env: gym.Env) -> dict[str, Any]:
+    """What a client's prompts need of the env: its benchmark, action grammar and task ids."""
+    adapter = getattr(env.unwrapped, "adapter", None)
+    grammar = getattr(adapter, "grammar", None)
+    return {"benchmark": getattr(adapter, "benchmark", type(env.unwrapped).__name__),
+            "grammar": {f.name: getattr(grammar, f.name) for f in dataclasses.fields(grammar) if f.init}
+            if isinstance(grammar, TagGrammar) else None,
+            "task_ids": list(adapter.task_ids()) if adapter is not None else None}
+
+
 class SessionHost:
     """The envs of one worker, by slot (made on first use, reused by later sessions of the
     slot: every reset starts afresh); every request and answer is a JSON string."""
@@ -72,7 +84,7 @@ class SessionHost:
         obs, info = env.reset(seed=item.get("seed"), options=options)
         info_json, models = info_to_json(info)
         traj = getattr(env.unwrapped, "trajectory", None)
-        return {"observation": obs, "info": info_json, "models": models,
+        return {"observation": obs, "info": info_json, "models": models, "env": describe(env),
                 "trajectory": traj.model_dump(mode="json") if isinstance(traj, Trajectory) else None}
 
     def _step(self, item: dict[str, Any]) -> dict[str, Any]:

@@ -55,6 +55,7 @@ class WireMeta(BaseModel):
     facts: dict[str, Any] | None = Field(None, description="the step's typed facts (info['transition'].facts)")
     rubric: dict[str, Any] | None = Field(None, description="info['rubric']: every reward component's record")
     trajectory: dict[str, Any] | None = Field(None, description="the episode so far (at reset and at its end)")
+    env: dict[str, Any] | None = Field(None, description="at reset: the benchmark, its action grammar and task ids")
 
 
 class RubricObservation(Observation):
