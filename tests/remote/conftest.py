@@ -22,8 +22,8 @@ READY = re.compile(r"serving \S+ at (http://127\.0\.0\.1:(\d+))")
 class Served:
     """One server process: its URL, and how to stop (or kill) it."""
 
-    def __init__(self, proc: subprocess.Popen, url: str, port: int, argv: list[str]):
-        self.proc, self.url, self.port, self.argv = proc, url, port, argv
+    def __init__(self, proc: subprocess.Popen, url: str, port: int, argv: list[str], line: str = ""):
+        self.proc, self.url, self.port, self.argv, self.line = proc, url, port, argv, line
 
     def kill(self) -> None:
         """SIGKILL the server and its session workers (its process group), as a crash would."""
@@ -70,7 +70,7 @@ def start_server(env_id: str, *options: str, kwargs: dict | None = None, port: i
         lines.append(line)
         match = READY.search(line)
         if match:
-            served = Served(proc, match.group(1), int(match.group(2)), argv)
+            served = Served(proc, match.group(1), int(match.group(2)), argv, line)
             _wait_healthy(served, deadline)
             return served
     os.killpg(proc.pid, signal.SIGKILL)

@@ -41,6 +41,7 @@ def test_openenv_generic_client_plays_alfworld_to_success(serve):
         assert meta["facts"]["accepted"] and "trca" in meta["rubric"]  # every component's record, not one scalar
         assert rewards_there == rewards_here  # the scalar is the env's total step reward, as in-process
 
+    assert "loopback only" in server.line and "no auth built in" in server.line  # it says how it is bound
     http = httpx.Client(base_url=server.url, timeout=60)
     assert http.get("/health").json()["status"] == "healthy"
     schema = http.get("/schema").json()
