@@ -14,15 +14,19 @@ replies, run files, logs and CLI error messages.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
 import re
+import sys
 import threading
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from types import TracebackType
+from urllib.parse import quote, urlsplit
 
 from pydantic import SecretStr
 
@@ -168,9 +172,21 @@ def remember_secret(value: str) -> None:
         if value in _values:
             return
         _values.add(value)
-        # the value as written inside JSON strings too (escaped quotes, backslashes, non-ASCII)
-        forms = set(_forms) | {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+        forms = set(_forms) | set(encoded_forms(value))
         _forms = tuple(sorted(forms))
+
+
+def encoded_forms(value: str) -> list[str]:
+    """How a key shows up in text it was echoed into: as it is, escaped inside a JSON string
+    (quotes, backslashes, non-ASCII), percent-encoded in a URL or form body, and in base64
+    (standard and URL-safe, with and without padding: a server that echoes a basic-auth header
+    or an encoded token)."""
+    raw = value.encode("utf-8")
+    b64 = base64.b64encode(raw).decode("ascii")
+    urlsafe = base64.urlsafe_b64encode(raw).decode("ascii")
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], quote(value, safe=""),
+             quote(value, safe="/"), b64, b64.rstrip("="), urlsafe, urlsafe.rstrip("=")}
+    return sorted(f for f in forms if len(f) >= MIN_REDACTED_CHARS)
 
 
 def redact(text: str) -> str:
@@ -188,6 +204,7 @@ def redact(text: str) -> str:
         while start != -1:
             spans.append((start, start + len(form)))
             start = text.find(form, start + 1)
+        spans.extend(_cut_fragments(text, form))
     if not spans:
         return text
     spans.sort()
@@ -202,6 +219,21 @@ def redact(text: str) -> str:
         kept, (begin, end) = end, (s, e)
     out += [text[kept:begin], REDACTED, text[end:]]
     return "".join(out)
+
+
+def _cut_fragments(text: str, form: str) -> list[tuple[int, int]]:
+    """A secret cut by truncation: its first ``k`` characters ending the text, or its last
+    ``k`` starting it (``k >= MIN_REDACTED_CHARS``, shorter than the whole value)."""
+    out = []
+    for k in range(len(form) - 1, MIN_REDACTED_CHARS - 1, -1):
+        if text.endswith(form[:k]):
+            out.append((len(text) - k, len(text)))
+            break
+    for k in range(len(form) - 1, MIN_REDACTED_CHARS - 1, -1):
+        if text.startswith(form[-k:]):
+            out.append((0, k))
+            break
+    return out
 
 
 def redact_json(obj: Any) -> Any:
@@ -242,10 +274,25 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+def _redacting_excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    sys.stderr.write(redact("".join(traceback.format_exception(kind, value, tb))))
+
+
+def _redacting_thread_hook(args: threading.ExceptHookArgs) -> None:
+    if args.exc_type is not SystemExit and args.exc_value is not None:
+        name = args.thread.name if args.thread is not None else "?"
+        text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+        sys.stderr.write(redact(f"Exception in thread {name}:\n{text}"))
+
+
 def install_log_redaction() -> None:
     """Put a ``RedactingFilter`` on every handler of the root logger and on ``logging``'s
-    last-resort handler (used when nothing is configured). Handlers filter every record
-    they emit, whichever logger it came from; call again after adding handlers."""
+    last-resort handler (used when nothing is configured), and redact the tracebacks of
+    uncaught exceptions (``sys.excepthook``, ``threading.excepthook``: stderr is often a log
+    file). Handlers filter every record they emit, whichever logger it came from; call again
+    after adding handlers."""
+    sys.excepthook = _redacting_excepthook
+    threading.excepthook = _redacting_thread_hook
     handlers = list(logging.getLogger().handlers)
     if logging.lastResort is not None:
         handlers.append(logging.lastResort)

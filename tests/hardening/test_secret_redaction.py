@@ -25,8 +25,8 @@ from rubricgym.atomic_files import atomic_write_text
 from rubricgym.contract import save_jsonl
 from rubricgym.judges import DracoJudge, JudgeSettings, ResponseCache, load_rubric
 from rubricgym.registration import judge_rubric_file
-from rubricgym.secret_refs import (REDACTED, install_log_redaction, read_secret, redact, redact_json,
-                                   remember_secret)
+from rubricgym.secret_refs import (MIN_REDACTED_CHARS, REDACTED, encoded_forms, install_log_redaction, read_secret,
+                                   redact, redact_json, remember_secret)
 from rubricgym.trainers.run_files import append_run_line, write_run_file
 
 CANARY = "sk-canary-7c31e9a05fd24b68ae"
@@ -125,9 +125,61 @@ def test_redact_leaves_text_without_a_secret_unchanged(secrets, text):
     with own_registry():
         for s in secrets:
             remember_secret(s)
-        if not any(s in text for s in secrets):
+        cut = [f for s in secrets for f in encoded_forms(s) for k in range(MIN_REDACTED_CHARS, len(f))
+               if text.endswith(f[:k]) or text.startswith(f[-k:])]
+        if not any(f in text for s in secrets for f in encoded_forms(s)) and not cut:
             assert redact(text) == text
             assert redact_json({"k": [text, 1]}) == {"k": [text, 1]}
+
+
+@settings(max_examples=100, deadline=None)
+@given(secret=SECRETS, before=st.text(max_size=30), after=st.text(max_size=30), data=st.data())
+def test_a_key_cut_by_truncation_leaves_no_fragment_of_eight_characters_or_more(secret, before, after, data):
+    """An observation or message truncated inside the key: the head that ends the text, or the
+    tail that starts it, is redacted too."""
+    k = data.draw(st.integers(MIN_REDACTED_CHARS, len(secret)))
+    with own_registry():
+        remember_secret(secret)
+        head, tail = redact(before + secret[:k]), redact(secret[-k:] + after)
+        assert secret[:k] not in head and secret[-k:] not in tail and REDACTED in head and REDACTED in tail
+
+
+def test_a_key_echoed_encoded_is_redacted_in_every_form():
+    """A server that echoes the key percent-encoded (a URL or form body), JSON-escaped, or in
+    base64 (a basic-auth header, an encoded token)."""
+    import base64
+    from urllib.parse import quote
+
+    key = 'sk-odd/key+with"quote=é'
+    remember_secret(key)
+    raw = key.encode()
+    echoes = [quote(key, safe=""), quote(key), json.dumps(key), json.dumps(key, ensure_ascii=False),
+              base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("=")]
+    for echo in echoes:
+        text = redact(f"server said: {echo} (done)")
+        assert echo.strip('"') not in text and REDACTED in text, echo
+
+
+def test_an_uncaught_exception_s_traceback_is_redacted(tmp_path):
+    """stderr is often a log file: the traceback Python prints for an exception nobody caught
+    (in the main thread or another) goes through redaction once the CLI set it up."""
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import threading\n"
+        "from rubricgym.secret_refs import install_log_redaction, read_secret\n"
+        f"key = read_secret(env={CANARY_ENV!r}).get_secret_value()\n"
+        "install_log_redaction()\n"
+        "t = threading.Thread(target=lambda: (_ for _ in ()).throw(RuntimeError('thread saw ' + key)))\n"
+        "t.start(); t.join()\n"
+        "raise ValueError('main saw ' + key)\n")
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, CANARY_ENV: CANARY})
+    assert out.returncode == 1
+    assert f"ValueError: main saw {REDACTED}" in out.stderr and f"RuntimeError: thread saw {REDACTED}" in out.stderr
+    assert CANARY not in out.stderr + out.stdout
 
 
 def test_overlapping_secrets_leave_no_part_behind_and_short_values_are_not_remembered():
