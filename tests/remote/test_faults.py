@@ -156,3 +156,31 @@ def test_a_dead_session_worker_ends_its_episode_labelled_and_is_replaced(serve):
     *_, info = env.step("<search>river town</search>")
     assert "transition" in info and not info.get("environment_failure")
     env.close()
+
+
+def test_a_hung_server_is_a_labelled_failure_after_the_time_out(serve):
+    from rubricgym.remote.client import RemoteEnvError
+
+    server = serve(ENV_ID, "--max-sessions", "1", "--workers", "1")
+    warm = _remote(server.url, timeout_s=120)
+    warm.reset(seed=0)  # the one slot's env is made (slow on a loaded machine); the next session reuses it
+    warm.close()
+    env = _remote(server.url, timeout_s=3)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            env.reset(seed=0)
+            break
+        except RemoteEnvError:  # the closed session may still hold the slot for a moment
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+    os.killpg(server.proc.pid, signal.SIGSTOP)  # the server and its worker stop answering, sockets stay open
+    try:
+        t0 = time.monotonic()
+        obs, reward, terminated, truncated, info = env.step("<search>river town</search>")
+        waited = time.monotonic() - t0
+    finally:
+        os.killpg(server.proc.pid, signal.SIGCONT)
+    assert 2.5 < waited < 15, waited  # the client's time-out, not a hang
+    assert truncated and info["environment_failure"] is True and "TimeoutError" in info["error"], info["error"]
+    env.close()
