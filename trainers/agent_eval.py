@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from tqdm.auto import tqdm
 
 from rubricgym.jsonl import iter_json_lines
 from rubricgym.prompts import EpisodeView, PromptSettings, build_messages
@@ -321,6 +322,36 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
     return summary
 
 
+class EvalProgress:
+    """A progress bar (stderr) with the running success rate, tokens and cost, and one line per
+    finished episode (stdout)."""
+
+    def __init__(self, settings: EvalSettings):
+        self.settings = settings
+        self.bar: Any = None
+        self.counted = self.successes = self.prompt = self.completion = 0
+
+    def __call__(self, record: dict[str, Any], finished: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = tqdm(total=total, desc="eval", unit="episode", file=sys.stderr, dynamic_ncols=True)
+        if record["outcome"] != "env_error":  # env failures are reported apart, as in the summary
+            self.counted += 1
+            self.successes += bool(record["success"])
+        self.prompt += int(record["prompt_tokens"])
+        self.completion += int(record["completion_tokens"])
+        cost = (self.prompt * self.settings.price_prompt_per_mtok
+                + self.completion * self.settings.price_completion_per_mtok) / 1e6
+        tqdm.write(f"[{finished}/{total}] {record['task_id']} #{record['sample']}: {record['outcome']} "
+                   f"return {record['return']:+.3f} in {record['steps']} steps", file=sys.stdout)
+        self.bar.update(1)
+        self.bar.set_postfix({"success": f"{self.successes / max(1, self.counted):.2f}",
+                              "tokens": self.prompt + self.completion, "cost": f"${cost:.4f}"})
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", dest="env_id", required=True, help="a registered env id")
     which = parser.add_mutually_exclusive_group()
@@ -369,15 +400,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"rubricgym eval: {exc}", file=sys.stderr)
         return 2
 
-    def progress(record: dict[str, Any], finished: int, total: int) -> None:
-        print(f"[{finished}/{total}] {record['task_id']} #{record['sample']}: {record['outcome']} "
-              f"return {record['return']:+.3f} in {record['steps']} steps", flush=True)
-
+    progress = EvalProgress(settings)
     try:
         summary = run_eval(settings, progress)
     except FileExistsError as exc:
         print(f"rubricgym eval: {exc}", file=sys.stderr)
         return 2
+    finally:
+        progress.close()
     print(f"success {summary['success_rate']:.3f} over {summary['counted']} episodes (pass@{settings.samples} "
           f"{summary['pass_at_k']:.3f}); outcomes {summary['outcomes']}; tokens {summary['prompt_tokens']}+"
           f"{summary['completion_tokens']}; results: {Path(settings.out) / EPISODES_FILE}, {SUMMARY_FILE}")

@@ -34,7 +34,9 @@ def test_a_callable_agent_and_an_endpoint_agent_are_measured_with_per_step_credi
     summary = json.loads((out / "summary.json").read_text())
     assert summary["success_rate"] == 1.0 and summary["pass_at_k"] == 1.0
     assert summary["rubric_reward_by_step"]["0"] != 0.0  # where the rubric paid
-    assert "success 1.000 over 4 episodes" in capsys.readouterr().out
+    shown = capsys.readouterr()
+    assert "success 1.000 over 4 episodes" in shown.out and "[4/4]" in shown.out  # a line per finished episode
+    assert "success=1.00" in shown.err and "tokens=" in shown.err  # the running bar
 
     # --resume: only the missing (task, sample) pairs are played
     assert main(["eval", "--env", ENV, "--n", "2", "--samples", "3", "--policy", "callable",
@@ -53,6 +55,8 @@ def test_a_callable_agent_and_an_endpoint_agent_are_measured_with_per_step_credi
     finally:
         server.stop()
     (looked,) = episodes(endpoint)
+    bar = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    assert any("cost=$" in line and "tokens=" in line and "success=0.00" in line for line in bar)
     assert looked["outcome"] == "truncated" and looked["steps"] == 3
     assert all(s["response"] == server.reply_text and s["accepted"] for s in looked["step_records"])
     assert server.count() == 4  # 3 steps + the retried 429
