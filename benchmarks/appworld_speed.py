@@ -9,9 +9,12 @@ watchdog, observe.py) against the client's plain ``/execute``.
 
 AppWorld's client reaches the server over loopback TCP, so the first comparison runs the env
 with ``sandbox=False``. ``--sandbox-cost`` compares the env with its OS sandbox (bubblewrap,
-Unix socket, evaluation in a second sandbox) against the same env without it, alternating per
-task, and adds the result under ``"sandbox_cost"`` to the ``--json`` file (target: < 10% per
-step, evaluation included: it happens in the step that completes the task).
+Unix socket, the apps in a process of their own, evaluation in a third sandbox) against the
+same env without it, alternating per task, and adds the result under ``"sandbox_cost"`` to the
+``--json`` file (target: < 10% per step, evaluation included: it happens in the step that
+completes the task). ``episode_cost`` also counts the reset: the sandboxed env loads the start
+state in the apps' process and the evaluator's, not in the code shell, so work moves between
+reset and steps.
 
 Both sides do the same work per step: execute the cell; when it calls complete_task, ask
 whether the task is completed and evaluate (that is how the env gets its reward). Rounds
@@ -163,6 +166,8 @@ def sandbox_cost(tasks: list[dict], rounds: int, reward: str) -> dict:
                 "sandboxed_steps_per_s": sandboxed["steps"] / sandboxed["step_s"],
                 "plain_steps_per_s": plain["steps"] / plain["step_s"],
                 "step_cost": sandboxed["step_s"] / plain["step_s"] - 1.0,
+                "episode_cost": ((sandboxed["step_s"] + sum(sandboxed["resets"]))
+                                 / (plain["step_s"] + sum(plain["resets"])) - 1.0),
                 "per_task_median_cost": statistics.median(ratios) - 1.0,
                 # steps that only execute code vs the step that completes the task (and evaluates)
                 "execution_step_cost": ((sandboxed["step_s"] - sandboxed["last_s"])
@@ -179,6 +184,7 @@ def sandbox_cost(tasks: list[dict], rounds: int, reward: str) -> dict:
     summary = {
         "rounds": results,
         "median_step_cost": statistics.median(r["step_cost"] for r in results),
+        "median_episode_cost": statistics.median(r["episode_cost"] for r in results),
         "median_per_task_cost": statistics.median(r["per_task_median_cost"] for r in results),
         "median_execution_step_cost": statistics.median(r["execution_step_cost"] for r in results),
         "median_evaluating_step_extra_ms": statistics.median(r["evaluating_step_extra_ms"] for r in results),

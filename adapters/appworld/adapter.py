@@ -231,6 +231,8 @@ class AppWorldAdapter(Adapter):
             raise EngineFailure(f"AppWorld could not initialize task {task_id!r}: {last_error}")
         self._world_open = True
         self._idle_since = None
+        if self.evaluator is not None:
+            self.evaluator.prepare(task_id)
         meta = self._task_meta.get(task_id, {})
         instruction = task["instruction"]
         self._episode = _Episode(task_id=task_id, instruction=instruction,

@@ -5,7 +5,8 @@ sandbox that sees the ground truth and never runs agent code).
 
 Reads one JSON request per line on stdin, ``{"task_id": ..., "experiment_name": ...}``, and
 answers one JSON line on stdout: AppWorld's test report (``TestTracker.to_dict``), or
-``{"error": "..."}``. The end state is read from the apps' process (``GET /end_state`` on its
+``{"error": "..."}``. ``{"prepare": task_id}`` (sent at reset, no answer) loads the task's
+start state ahead, while the episode plays: in-process, AppWorld loads it at initialization. The end state is read from the apps' process (``GET /end_state`` on its
 control socket: SQLite images of the world's databases) and laid out where AppWorld's
 ``evaluate_task`` reads it, ``experiments/outputs/<experiment>/tasks/<task>/dbs``, an
 in-memory folder of this sandbox; it is removed after each evaluation.
@@ -14,7 +15,7 @@ in-memory folder of this sandbox; it is removed after each evaluation.
 from __future__ import annotations
 
 import argparse
-import base64
+import functools
 import json
 import os
 import shutil
@@ -74,39 +75,58 @@ def forget_memory_state(kind: str, task_id: str) -> None:
     CachedDBHandler.reset(get_db_home_path(storage_type="memory", type=kind, task_id=task_id) + "/")
 
 
-def fetch_end_state(apps_socket: str, task_id: str) -> dict:
-    """The open world's databases and model hashes, from the apps' control socket (bounded)."""
+@functools.cache
+def apps_client(apps_socket: str):
+    """One client for the process's life (building one costs an SSL context, ~15 ms)."""
     import httpx  # AppWorld's venv: this script runs there
 
-    with httpx.Client(transport=httpx.HTTPTransport(uds=apps_socket), timeout=END_STATE_TIMEOUT_S,
-                      trust_env=False) as client, \
-            client.stream("GET", "http://apps/end_state", params={"task_id": task_id}) as response:
+    return httpx.Client(transport=httpx.HTTPTransport(uds=apps_socket), timeout=END_STATE_TIMEOUT_S, trust_env=False)
+
+
+def fetch_end_state(apps_socket: str, task_id: str) -> tuple[dict, memoryview]:
+    """The open world's head (model hashes, image sizes) and its databases' images, from the
+    apps' control socket (bounded)."""
+    with apps_client(apps_socket).stream("GET", "http://apps/end_state", params={"task_id": task_id}) as response:
         body = bytearray()
-        for chunk in response.iter_bytes():
+        for chunk in response.iter_raw(1 << 20):
             body += chunk
             if len(body) > MAX_END_STATE_BYTES:
                 raise ValueError(f"the apps' end state is over {MAX_END_STATE_BYTES} bytes")
     if response.status_code != 200:
         raise RuntimeError(f"the apps' end state: {response.status_code} {bytes(body[:300])!r}")
-    state = json.loads(body)
-    if state.get("task_id") != task_id or not isinstance(state.get("dbs"), dict):
+    end = body.find(b"\n")
+    head = json.loads(body[:end]) if end > 0 else None
+    if not isinstance(head, dict) or head.get("task_id") != task_id or not isinstance(head.get("sizes"), dict):
         raise RuntimeError(f"the apps answered another end state than {task_id!r}'s")
-    return state
+    sizes = head["sizes"].values()
+    if not all(isinstance(n, int) and n >= 0 for n in sizes) or sum(sizes) != len(body) - end - 1:
+        raise RuntimeError("the apps' end state does not add up to its images' sizes")
+    return head, memoryview(body)[end + 1:]
 
 
-def lay_out_end_state(state: dict, dbs_dir: str) -> None:
+def lay_out_end_state(head: dict, images: memoryview, dbs_dir: str) -> None:
     """The files AppWorld's ``save_local_dbs(format="full", save_model_hashes=True)`` writes."""
     from appworld.apps.model_lib import db_home_to_app_path  # AppWorld's venv: this script runs there
 
     shutil.rmtree(dbs_dir, ignore_errors=True)
     os.makedirs(dbs_dir)
     with open(os.path.join(dbs_dir, "model_hashes.json"), "w") as fh:
-        json.dump(state.get("model_hashes") or {}, fh)
-    for app_name, image in state["dbs"].items():
+        json.dump(head.get("model_hashes") or {}, fh)
+    offset = 0
+    for app_name, size in head["sizes"].items():
         if not isinstance(app_name, str) or not app_name.isidentifier():
             raise ValueError(f"an app name that is not one: {app_name!r}")
         with open(db_home_to_app_path(dbs_dir, app_name, format="full"), "wb") as fh:
-            fh.write(base64.b64decode(image))
+            fh.write(images[offset:offset + size])
+        offset += size
+
+
+def prepare(task_id: str, starts: StartStates) -> None:
+    """The task's start state into memory (kept by ``starts``), before its evaluation."""
+    from appworld.task import Task  # AppWorld's venv: this script runs there
+
+    Task.load(task_id=task_id).model_collection  # noqa: B018  (the property loads it)
+    starts.used(task_id)
 
 
 def evaluate(task_id: str, experiment_name: str, connections: FileConnections, starts: StartStates,
@@ -116,7 +136,7 @@ def evaluate(task_id: str, experiment_name: str, connections: FileConnections, s
 
     dbs_dir = os.path.join(path_store.experiment_outputs, experiment_name, "tasks", task_id, "dbs")
     try:
-        lay_out_end_state(fetch_end_state(apps_socket, task_id), dbs_dir)
+        lay_out_end_state(*fetch_end_state(apps_socket, task_id), dbs_dir)
         tracker = evaluate_task(task_id=task_id, experiment_name=experiment_name, suppress_errors=True,
                                 save_report=False)
         return tracker.to_dict(stats_only=False)
@@ -148,6 +168,12 @@ def main() -> None:
             if len(line) > MAX_REQUEST_CHARS:
                 raise ValueError("request too long")
             request = json.loads(line)
+            if "prepare" in request:
+                try:
+                    prepare(str(request["prepare"]), starts)
+                except Exception:  # the evaluation loads it again and reports what fails
+                    traceback.print_exc()
+                continue
             answer = {"output": evaluate(str(request["task_id"]), str(request["experiment_name"]), connections,
                                          starts, args.apps_socket)}
         except Exception as exc:  # one bad evaluation is an answer, never the end of the process

@@ -12,6 +12,7 @@ and reach nothing else.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import selectors
 import threading
@@ -23,6 +24,7 @@ from rubricgym.adapters.appworld.paths import appworld_python
 from rubricgym.adapters.appworld.sandbox import check_sandbox, evaluator_sandbox
 from rubricgym.servers import ServerProcess
 
+log = logging.getLogger(__name__)
 EVALUATE_SCRIPT = Path(__file__).with_name("evaluate_app.py")
 MAX_ANSWER_BYTES = 8 * 1024 * 1024
 
@@ -97,14 +99,26 @@ class SandboxedEvaluator:
             raise EvaluatorError(f"an answer that is not an object: {line[:200]!r}")
         return answer
 
+    def _send(self, request: dict[str, Any]) -> ServerProcess:
+        process = self._process if self._process is not None and self._process.alive() else self._start()
+        assert process.process is not None and process.process.stdin is not None
+        process.process.stdin.write(json.dumps(request).encode() + b"\n")
+        process.process.stdin.flush()
+        return process
+
+    def prepare(self, task_id: str) -> None:
+        """Have the task's start state loaded while the episode plays (no answer is read)."""
+        with self._lock:
+            try:
+                self._send({"prepare": task_id})
+            except (OSError, EvaluatorError) as exc:  # evaluate() starts it afresh and reports
+                log.warning("AppWorld's evaluator could not prepare %r: %s", task_id, exc)
+                self.close()
+
     def evaluate(self, task_id: str, experiment_name: str, timeout_s: float) -> dict[str, Any]:
         with self._lock:
-            process = self._process if self._process is not None and self._process.alive() else self._start()
-            assert process.process is not None and process.process.stdin is not None
             try:
-                process.process.stdin.write(json.dumps({"task_id": task_id, "experiment_name": experiment_name})
-                                            .encode() + b"\n")
-                process.process.stdin.flush()
+                self._send({"task_id": task_id, "experiment_name": experiment_name})
                 answer = self._read_line(timeout_s)
             except (OSError, EvaluatorError) as exc:
                 self.close()  # a half-read answer would shift every later one: start afresh
