@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import multiprocessing
 import os
 import time
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 from rubricgym.prompts import PromptSettings
 from rubricgym.env_factories import EnvFactory, env_factory, register_env_factories
+from rubricgym.json_worker import JsonWorker, WorkerDied, serve_json
 from rubricgym.trainers.config import EnvSettings
 from rubricgym.trainers.rollout import (LocalEnvSlots, ResetJob, RolloutCollector, SlotAnswer,
                                         make_env_factory)
@@ -38,9 +38,6 @@ log = logging.getLogger(__name__)
 
 WORKER_DIED = "EngineFailure: env worker died"
 
-
-class WorkerDied(RuntimeError):
-    """The worker process ended (or stopped answering) during a call."""
 
 
 # ---- inside a worker -------------------------------------------------------------------
@@ -145,19 +142,8 @@ class EnvHost:
 
 
 def _process_main(conn: Any, settings_json: str, factories: dict[str, EnvFactory]) -> None:
-    """The process-pool worker: answer JSON requests until told to close or the pipe ends."""
-    host = EnvHost(settings_json, factories)
-    try:
-        while True:
-            try:
-                request = conn.recv_bytes().decode("utf-8")
-            except (EOFError, OSError):
-                break
-            conn.send_bytes(host.handle(request).encode("utf-8"))
-            if json.loads(request).get("op") == "close":
-                break
-    finally:
-        host.close()
+    """The process-pool worker: an ``EnvHost`` answering JSON requests."""
+    serve_json(conn, EnvHost(settings_json, factories))
 
 
 # ---- on the trainer's side ---------------------------------------------------------------
@@ -175,62 +161,13 @@ class EnvWorker(Protocol):
     def close(self, timeout: float) -> None: ...
 
 
-class _ProcessPending:
-    def __init__(self, worker: ProcessWorker):
-        self.worker = worker
-
-    def result(self, timeout: float) -> str:
-        w = self.worker
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if w.conn.poll(0.05):
-                    return w.conn.recv_bytes().decode("utf-8")
-            except (EOFError, OSError) as exc:
-                raise WorkerDied(f"{w.name}: pipe closed ({type(exc).__name__})") from exc
-            if not w.proc.is_alive():
-                raise WorkerDied(f"{w.name}: process exited with code {w.proc.exitcode}")
-            if time.monotonic() > deadline:
-                w.kill()
-                raise WorkerDied(f"{w.name}: no answer within {timeout:.0f} s (killed)")
-
-
-class ProcessWorker:
-    """One spawned process hosting an ``EnvHost``; requests and answers are JSON bytes."""
+class ProcessWorker(JsonWorker):
+    """One spawned process hosting an ``EnvHost``. Registered factories travel as the
+    callables themselves (by reference, from this process's registry), so the worker never
+    resolves a name only this process registered."""
 
     def __init__(self, settings_json: str, index: int, factories: dict[str, EnvFactory] | None = None):
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        # registered factories travel as the callables themselves (by reference, from this
-        # process's registry), so the worker never resolves a name only this process registered
-        self.proc = ctx.Process(target=_process_main, args=(child, settings_json, factories or {}), daemon=True,
-                                name=f"rubricgym-env-worker-{index}")
-        self.proc.start()
-        child.close()
-        self.name = f"process worker {index} (pid {self.proc.pid})"
-
-    def submit(self, request: str) -> _ProcessPending:
-        try:
-            self.conn.send_bytes(request.encode("utf-8"))
-        except (BrokenPipeError, OSError):
-            pass  # the answer's wait reports the dead process
-        return _ProcessPending(self)
-
-    def kill(self) -> None:
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(timeout=10)
-
-    def close(self, timeout: float) -> None:
-        try:
-            if self.proc.is_alive():
-                self.submit(json.dumps({"op": "close"})).result(timeout)
-        except WorkerDied:
-            pass
-        self.proc.join(timeout=timeout)
-        if self.proc.is_alive():
-            self.kill()
-        self.conn.close()
+        super().__init__(_process_main, (settings_json, factories or {}), f"process worker {index}")
 
 
 _RAY_ACTOR: Any = None

@@ -2,8 +2,8 @@
 
 Sessions never run as threads of the server: the engines change process-wide state (random
 generators, working directory, environment variables). Session slot k lives in worker k mod N,
-a spawned process answering JSON over a pipe (the design of the trainer's env-worker pool,
-``rubricgym.trainers.env_workers``, whose module imports the whole trainer: ~20 s per process).
+a spawned process answering JSON over a pipe (``rubricgym.json_worker``, which the trainer's
+env workers are built on too).
 A worker answers one request at a time, so no two engines ever step at once in one process.
 A worker that dies or stops answering ends the episodes it hosted as labelled engine failures
 and is replaced.
@@ -14,14 +14,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import multiprocessing
 import threading
-import time
 from typing import Any
 
 import gymnasium as gym
 
 from rubricgym.contract import Trajectory
+from rubricgym.json_worker import JsonWorker, WorkerDied, serve_json
 from rubricgym.parsing import TagGrammar
 from rubricgym.registration import check_env_id, discover
 from rubricgym.remote.wire import info_to_json
@@ -33,10 +32,6 @@ __all__ = ["NoFreeSession", "SessionHost", "SessionPool", "SessionWorker", "Work
 
 class NoFreeSession(RuntimeError):
     """Every session slot is taken (``--max-sessions``)."""
-
-
-class WorkerDied(RuntimeError):
-    """The worker process ended (or stopped answering) during a call."""
 
 
 # ---- inside a worker -------------------------------------------------------------------
@@ -104,67 +99,17 @@ class SessionHost:
 
 
 def _session_main(conn: Any, env_id: str, make_kwargs: dict[str, Any]) -> None:
-    """A session worker: answer JSON requests until told to close or the pipe ends."""
+    """A session worker: a ``SessionHost`` answering JSON requests."""
     discover()  # a spawned worker registers the env ids (plugins included) before making one
-    host = SessionHost(env_id, make_kwargs)
-    try:
-        while True:
-            try:
-                request = conn.recv_bytes().decode("utf-8")
-            except (EOFError, OSError):
-                break  # the server is gone: so are we
-            conn.send_bytes(host.handle(request).encode("utf-8"))
-            if json.loads(request).get("op") == "close":
-                break
-    finally:
-        host.close()
+    serve_json(conn, SessionHost(env_id, make_kwargs))
 
 
 # ---- on the server's side ----------------------------------------------------------------
-class SessionWorker:
+class SessionWorker(JsonWorker):
     """One spawned process hosting a ``SessionHost``; one request at a time, bounded waits."""
 
     def __init__(self, env_id: str, make_kwargs: dict[str, Any], index: int):
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_session_main, args=(child, env_id, make_kwargs), daemon=True,
-                                name=f"rubricgym-session-worker-{index}")
-        self.proc.start()
-        child.close()
-        self.name = f"session worker {index} (pid {self.proc.pid})"
-
-    def request(self, request: str, timeout: float) -> str:
-        try:
-            self.conn.send_bytes(request.encode("utf-8"))
-        except (BrokenPipeError, OSError):
-            pass  # the wait below reports the dead process
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if self.conn.poll(0.05):
-                    return self.conn.recv_bytes().decode("utf-8")
-            except (EOFError, OSError) as exc:
-                raise WorkerDied(f"{self.name}: pipe closed ({type(exc).__name__})") from exc
-            if not self.proc.is_alive():
-                raise WorkerDied(f"{self.name}: process exited with code {self.proc.exitcode}")
-            if time.monotonic() > deadline:
-                self.kill()
-                raise WorkerDied(f"{self.name}: no answer within {timeout:.0f} s (killed)")
-
-    def kill(self) -> None:
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(timeout=10)
-
-    def close(self, timeout: float) -> None:
-        try:
-            if self.proc.is_alive():
-                self.request(json.dumps({"op": "close"}), timeout)
-        except WorkerDied:
-            pass
-        self.proc.join(timeout=timeout)
-        self.kill()
-        self.conn.close()
+        super().__init__(_session_main, (env_id, make_kwargs), f"session worker {index}")
 
 
 class SessionPool:

@@ -27,7 +27,7 @@ FOLDERS = {"rubricgym": "rubricgym", "adapters": "rubricgym.adapters", "trainers
 # Core layers, lowest first: a module may import its own layer or a lower one. Prefixes match
 # a module and its submodules.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("utilities", ("rubricgym.jsonl", "rubricgym.yaml_files", "rubricgym.atomic_files", "rubricgym.servers", "rubricgym.secret_refs",
+    ("utilities", ("rubricgym.jsonl", "rubricgym.json_worker", "rubricgym.yaml_files", "rubricgym.atomic_files", "rubricgym.servers", "rubricgym.secret_refs",
                    "rubricgym.bounded_http", "rubricgym.process_state", "rubricgym.spaces", "rubricgym.models")),
     ("contract", ("rubricgym.contract", "rubricgym.parsing")),
     ("adapter, credit, records", ("rubricgym.adapter", "rubricgym.credit", "rubricgym.records", "rubricgym.prompts",
