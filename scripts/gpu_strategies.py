@@ -1,6 +1,6 @@
 """Every parallel strategy that can run on one device, one after the other, each in a process
 group of one (the engines run; nothing is partitioned across devices): replicated, FSDP, DeepSpeed
-ZeRO-2 and ZeRO-3, and bf16 autocast replicated and under FSDP. Two training iterations each on
+ZeRO-2 and ZeRO-3, bf16 autocast replicated and under FSDP, fp16 (loss-scaled) replicated. Two training iterations each on
 the word env, in a fresh process per strategy (a process group and DeepSpeed's state per run).
 
     python scripts/gpu_strategies.py --device cuda --model random-135m --out trainer_gpu_strategies.json
@@ -30,6 +30,7 @@ STRATEGIES: dict[str, list[str]] = {
     "zero3": ["run.deepspeed_zero=3"],
     "replicated-bf16": ["run.mixed_precision=bf16"],
     "fsdp-bf16": ["run.fsdp=true", "run.mixed_precision=bf16"],
+    "replicated-fp16": ["run.mixed_precision=fp16"],
 }
 
 

@@ -125,6 +125,7 @@ class TrainerState(_Strict):
     # states are the tensors ``rng/rank/<r>/torch`` and ``rng/rank/<r>/cuda/<i>``)
     world_size: int = Field(1, ge=1)
     rank_random: list[RankRandomState] = Field(default_factory=list)
+    loss_scale: dict[str, float] | None = None  # fp16: the loss scaler's state (ParallelStrategy.loss_scale_state)
 
 
 @dataclass
@@ -318,7 +319,7 @@ def save_checkpoint(run_dir: Path, iteration: int, model: Any, optimizer: Any, s
                          optimizer_scalars=scalars,
                          scheduler=_json_value(scheduler.state_dict(), "scheduler") if scheduler is not None else None,
                          python_random=py, numpy_random=nq, cuda_rng_devices=len(cuda), world_size=world_size,
-                         rank_random=others)
+                         rank_random=others, loss_scale=extra.get("loss_scale"))
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=run_dir))
     try:
         model.save_pretrained(str(tmp / ADAPTER_DIR), state_dict=adapter_state)

@@ -432,7 +432,7 @@ class Trainer:
                                        derive_seed(cfg.run.seed, 31337), stop_token_ids(self.tokenizer, self.model),
                                        progress=cfg.run.progress)
         history = run_warmup(self.model, demos, cfg.warmup, self.pad_id, derive_seed(cfg.run.seed, 271828), self._log,
-                             progress=cfg.run.progress, autocast=self.parallel.autocast)
+                             progress=cfg.run.progress, autocast=self.parallel.warm_start_autocast)
         self.generator.sync_weights(self.model, 0)
         record.update({"demonstrations": len(demos), "steps": len(history), "loss_first": history[0]["loss"],
                        "loss_last": history[-1]["loss"]})
@@ -593,7 +593,8 @@ class Trainer:
         adapter, optimizer_state = self.parallel.full_adapter_state(), self.parallel.full_optimizer_state()
         if not self.ranks.is_main:
             return None
-        extra = {"data_position": self.data_position, "warmup_done": self.warmup_done, "config": self.config.model_dump(mode="json")}
+        extra = {"data_position": self.data_position, "warmup_done": self.warmup_done,
+                 "config": self.config.model_dump(mode="json"), "loss_scale": self.parallel.loss_scale_state()}
         return save_checkpoint(self.run_dir, self.iteration, self.model, self.optimizer, self.scheduler, extra,
                                keep=self.config.run.keep_checkpoints, world_size=self.ranks.world_size,
                                rank_rng={r: snap for r, snap in enumerate(snapshots) if r > 0},
@@ -620,6 +621,7 @@ class Trainer:
                                           rank=self.ranks.rank, parallel=self.parallel)
         self.iteration = restored.iteration
         self.data_position = restored.data_position
+        self.parallel.load_loss_scale_state(restored.state.loss_scale)
         self.warmup_done = restored.warmup_done or (self.run_dir / WARMUP_FILE).is_file()
         # metrics written after the checkpoint belong to iterations that will be redone
         if self.ranks.is_main:

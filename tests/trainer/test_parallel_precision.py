@@ -4,6 +4,7 @@ are refused with their reason before anything loads."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from rubricgym.trainers.checkpoint import ADAPTER_FILE, list_checkpoints
+from rubricgym.trainers.checkpoint import ADAPTER_FILE, STATE_FILE, list_checkpoints
 from rubricgym.cli import main as cli_main
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.parallel.choose import plan_for
@@ -49,19 +50,24 @@ def adapter(run: Path) -> dict[str, torch.Tensor]:
     return load_file(str(list_checkpoints(run)[-1] / ADAPTER_FILE))
 
 
-def test_bf16_from_an_accelerate_written_config_trains_and_resumes_exactly(tmp_path):
-    config_file = written_by_accelerate(tmp_path / "accelerate.yaml", "--mixed_precision", "bf16")
-    assert yaml.safe_load(config_file.read_text())["mixed_precision"] == "bf16"  # accepted as it is
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_mixed_precision_from_an_accelerate_written_config_trains_and_resumes_exactly(tmp_path, precision):
+    """bf16 and fp16 (with its loss scale, kept in the checkpoint) from a config file the
+    accelerate CLI wrote, as it is."""
+    config_file = written_by_accelerate(tmp_path / "accelerate.yaml", "--mixed_precision", precision)
+    assert yaml.safe_load(config_file.read_text())["mixed_precision"] == precision  # accepted as it is
     settings = [*SETTINGS, f"run.accelerate_config={config_file}"]
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
     full = Trainer(load_config(None, settings), tmp_path / "full")
-    assert full.parallel.plan == ParallelPlan(mixed_precision="bf16") and "bf16 autocast" in full.parallel.start_line()
+    assert full.parallel.plan == ParallelPlan(mixed_precision=precision)
+    assert f"{precision} autocast" in full.parallel.start_line()
     ids = torch.tensor([[5, 6, 7]])
-    with torch.no_grad(), full.parallel.autocast():  # the training forwards run in bf16; the weights stay float32
+    with torch.no_grad(), full.parallel.autocast():  # the training forwards run in 16 bits; the weights stay float32
         low = full.model(input_ids=ids).logits
     with torch.no_grad():
         high = full.model(input_ids=ids).logits
-    assert low.dtype == torch.bfloat16 and high.dtype == torch.float32 and not torch.equal(low.float(), high)
+    assert low.dtype == dtype and high.dtype == torch.float32 and not torch.equal(low.float(), high)
     assert all(p.dtype == torch.float32 for p in full.model.parameters() if p.requires_grad)
     full.train()
     full.close()
@@ -72,7 +78,10 @@ def test_bf16_from_an_accelerate_written_config_trains_and_resumes_exactly(tmp_p
     part.train(stop_after=1)
     part.close()
     resumed = Trainer.from_run_dir(tmp_path / "part")
-    assert resumed.parallel.plan.mixed_precision == "bf16"  # the run's own config says so on resume
+    assert resumed.parallel.plan.mixed_precision == precision  # the run's own config says so on resume
+    scale = json.loads((list_checkpoints(tmp_path / "part")[-1] / STATE_FILE).read_text())["loss_scale"]
+    assert (scale is not None and scale["scale"] > 1) if precision == "fp16" else scale is None
+    assert resumed.parallel.loss_scale_state() == (scale if precision == "fp16" else None)
     resumed.train()
     resumed.close()
     assert stable(resumed.read_metrics()[1]) == stable(metrics[1])
@@ -95,8 +104,8 @@ def test_an_offload_setting_is_refused_with_its_reason(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("settings, environ, message", [
-    (["run.mixed_precision=fp16"], {}, "loss scaling"),
-    ([], {"ACCELERATE_MIXED_PRECISION": "fp16"}, "loss scaling"),
+    (["run.mixed_precision=fp16", "run.fsdp=true"], {}, "sharded scaler"),
+    (["run.deepspeed_zero=3"], {"ACCELERATE_MIXED_PRECISION": "fp16"}, "fp16 engine config"),
     (["run.deepspeed_zero=2", "run.mixed_precision=bf16"], {}, "DeepSpeed applies mixed precision"),
     ([], {"FSDP_OFFLOAD_PARAMS": "true", "ACCELERATE_USE_FSDP": "true"}, "offloading the parameters"),
 ])

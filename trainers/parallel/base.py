@@ -95,6 +95,7 @@ class ParallelStrategy:
         self.optimizer: torch.optim.Optimizer | None = None
         self.max_grad_norm = 1.0
         self.params: list[torch.Tensor] = []
+        self.scaler: torch.amp.GradScaler | None = None  # fp16: the loss scale (its state is checkpointed)
 
     # ---- what it is ---------------------------------------------------------------------
     @property
@@ -130,16 +131,24 @@ class ParallelStrategy:
 
     def prepare_optimizer(self, optimizer: torch.optim.Optimizer, max_grad_norm: float) -> None:
         self.optimizer, self.max_grad_norm = optimizer, max_grad_norm
+        if self.plan.mixed_precision == "fp16" and self.model is not None:
+            self.scaler = torch.amp.GradScaler(next(self.model.parameters()).device.type)
 
     def begin_update(self) -> None:
         """Called before each RL update."""
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
-        """Training forwards under the run's mixed precision (bf16 autocast; weights stay fp32)."""
-        if self.plan.mixed_precision == "bf16" and self.model is not None:
-            device = next(self.model.parameters()).device
-            return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+        """Training forwards under the run's mixed precision (bf16 or fp16 autocast; weights,
+        LoRA and AdamW state stay float32)."""
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.plan.mixed_precision)
+        if dtype is not None and self.model is not None:
+            return torch.autocast(device_type=next(self.model.parameters()).device.type, dtype=dtype)
         return contextlib.nullcontext()
+
+    def warm_start_autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """The warm start's forwards: bf16 autocast under bf16; float32 otherwise (its few SFT
+        steps have an optimizer of their own and no loss scale)."""
+        return self.autocast() if self.plan.mixed_precision == "bf16" else contextlib.nullcontext()
 
     # ---- one optimizer step ---------------------------------------------------------------
     @property
@@ -152,21 +161,38 @@ class ParallelStrategy:
         return 0
 
     def backward(self, loss: torch.Tensor, last: bool) -> None:
-        loss.backward()
+        (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
 
     def step(self) -> float:
-        """Reduce, clip and step; the global gradient norm before clipping."""
+        """Reduce, clip and step; the global gradient norm before clipping. Under fp16 the
+        summed gradients are unscaled first, and a step whose gradients overflowed is skipped
+        (the same decision on every rank: they hold the same sum)."""
         # replicated ranks: each share carries global weights, so the sum is the global gradient
         self.ranks.sum_gradients(self.params)
-        norm = norm_value(torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm))
         assert self.optimizer is not None
-        self.optimizer.step()
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
+        norm = norm_value(torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm))
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
         return norm
 
     # ---- checkpoints ----------------------------------------------------------------------
     def full_adapter_state(self) -> dict[str, torch.Tensor] | None:
         """The whole LoRA tensors when partitioned (a collective); None when every rank holds them."""
         return None
+
+    def loss_scale_state(self) -> dict[str, float] | None:
+        """fp16: the loss scaler's state (JSON numbers) for the checkpoint; None otherwise."""
+        return {k: float(v) for k, v in self.scaler.state_dict().items()} if self.scaler is not None else None
+
+    def load_loss_scale_state(self, state: Mapping[str, float] | None) -> None:
+        if self.scaler is not None and state:
+            self.scaler.load_state_dict({k: (int(v) if k in ("growth_interval", "_growth_tracker") else float(v))
+                                         for k, v in state.items()})
 
     def full_optimizer_state(self) -> dict[str, Any] | None:
         """The optimizer state with whole tensors when partitioned (a collective); None otherwise."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 Engine = Literal["replicated", "fsdp", "zero"]
-Precision = Literal["no", "bf16"]
+Precision = Literal["no", "bf16", "fp16"]
 
 # What ``accelerate launch`` sets for a config with a sharding plugin. FSDP and DeepSpeed ZeRO are
 # driven by the trainer itself; Megatron-LM would silently shard nothing, so it is refused.
@@ -33,8 +33,9 @@ UNSUPPORTED_ENGINE_VARIABLES = {
     "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE": f"offloading the parameters: {OFFLOAD_REASON}",
     "FSDP_OFFLOAD_PARAMS": f"offloading the parameters: {OFFLOAD_REASON}",
 }
-FP16_REASON = ("fp16 trains only with loss scaling, whose scaler state the pickle-free checkpoint does not hold "
-               "(resume would not be exact); use bf16")
+FP16_REASON = ("fp16 trains only with loss scaling; the trainer scales the loss itself (torch's GradScaler, whose "
+               "state its checkpoints keep) for replicated ranks, while FSDP's sharded gradients would need a "
+               "sharded scaler and DeepSpeed its own fp16 engine config; use bf16 or replicated ranks")
 ZERO_PRECISION_REASON = ("DeepSpeed applies mixed precision through its own config (a bf16 section with master "
                          "weights), which the trainer does not build; use bf16 replicated or with FSDP")
 
@@ -145,11 +146,11 @@ def choose_plan(fsdp: bool, zero_stage: int | None, mixed_precision: str | None,
         raise ValueError("FSDP and DeepSpeed ZeRO both asked for (run config or accelerate config); choose one")
     said = [p for p in (mixed_precision, *(s.mixed_precision for s in reversed(sources))) if p]
     precision = (said[0] if said else "no").lower()
-    if precision == "fp16":
-        raise ParallelRefused(f"mixed precision fp16: {FP16_REASON}")
-    if precision not in ("no", "bf16"):
-        raise ParallelRefused(f"mixed precision {precision!r}: the trainer runs 'no' and 'bf16'")
+    if precision not in ("no", "bf16", "fp16"):
+        raise ParallelRefused(f"mixed precision {precision!r}: the trainer runs 'no', 'bf16' and 'fp16'")
+    if precision == "fp16" and (fsdp or stage is not None):
+        raise ParallelRefused(f"mixed precision fp16 with {'FSDP' if fsdp else 'DeepSpeed ZeRO'}: {FP16_REASON}")
     if precision == "bf16" and stage is not None:
         raise ParallelRefused(f"mixed precision bf16 with DeepSpeed ZeRO: {ZERO_PRECISION_REASON}")
     engine: Engine = "fsdp" if fsdp else "zero" if stage is not None else "replicated"
-    return ParallelPlan(engine=engine, zero_stage=stage, mixed_precision="bf16" if precision == "bf16" else "no")
+    return ParallelPlan(engine=engine, zero_stage=stage, mixed_precision=precision)  # type: ignore[arg-type]

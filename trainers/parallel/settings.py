@@ -21,7 +21,7 @@ class ParallelSettings(BaseModel):
         "launches a DeepSpeed config (its zero_stage). Needs the deepspeed extra (docs/scale.md)")
     mixed_precision: Literal["no", "bf16", "fp16"] | None = Field(
         None, description="autocast precision of the training forwards (weights and optimizer state stay fp32); "
-        "default: the accelerate config's, else 'no'. fp16 is refused (docs/scale.md)")
+        "default: the accelerate config's, else 'no'. fp16 scales the loss; replicated ranks only (docs/scale.md)")
     accelerate_config: str | None = Field(
         None, description="a config file written by `accelerate config`: its distributed type, ZeRO stage and mixed "
         "precision apply as when `accelerate launch --config_file` starts the run")
