@@ -143,7 +143,20 @@ def make(env_id: str, **kwargs: Any) -> gym.Env[str, str]:
 
 def task_ids(env_id: str, split: Literal["train", "eval"] = "train", **make_kwargs: Any) -> list[str]:
     """The task ids an env id plays, in order; ``split="eval"``: the tasks of the held-out env
-    id its spec pairs with it (never trained on). ``make_kwargs`` as for ``gym.make``."""
+    id its spec pairs with it (never trained on). ``make_kwargs`` as for ``gym.make``. A
+    client env id (a served env) asks its server: the env is made and reset once."""
+    if env_id in _CLIENT_ENV_IDS:
+        if split != "train":
+            raise LookupError(f"{env_id} plays one served env id: serve the held-out env id for split={split!r}")
+        client = gym.make(env_id, **make_kwargs)
+        try:
+            client.reset()
+            adapter = getattr(client.unwrapped, "adapter", None)
+            if adapter is None:
+                raise LookupError(f"{env_id} tells no task ids: pass them (--tasks)")
+            return list(adapter.task_ids())
+        finally:
+            client.close()
     spec = get_spec(env_id)
     target = spec.env_id(env_id)
     if split == "eval":

@@ -88,6 +88,7 @@ class EvalSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     env_id: str
+    env_kwargs: dict[str, Any] = Field(default_factory=dict, description="gym.make keyword arguments (never a key)")
     tasks: list[str]
     samples: int = Field(1, ge=1)
     seed: int = 0
@@ -236,7 +237,7 @@ def _start_worker(settings: EvalSettings) -> None:
     here). What fails to build is kept and becomes each episode's labelled outcome."""
     import gymnasium as gym  # lazy CLI: imported in the worker process that plays
 
-    kwargs = {"max_steps": settings.max_steps} if settings.max_steps else {}
+    kwargs = {**settings.env_kwargs, **({"max_steps": settings.max_steps} if settings.max_steps else {})}
     for name, build, outcome in (("env", lambda: gym.make(settings.env_id, **kwargs), "env_error"),
                                  ("policy", lambda: build_policy(settings.policy), "policy_error")):
         try:
@@ -354,6 +355,8 @@ class EvalProgress:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", dest="env_id", required=True, help="a registered env id")
+    parser.add_argument("--env-kwargs", default="{}", help="JSON object of gym.make keyword arguments (e.g. a served "
+                        "env: --env rubricgym/Remote-v0 --env-kwargs '{\"url\": \"http://127.0.0.1:8000\"}')")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--tasks", help="comma-separated task ids")
     which.add_argument("--n", type=int, help="the env's first N tasks of the split")
@@ -381,13 +384,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         env_id = check_env_id(args.env_id)
+        env_kwargs = json.loads(args.env_kwargs)
+        if not isinstance(env_kwargs, dict):
+            raise ValueError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
+        refuse_inline_secrets(env_kwargs, "--env-kwargs")
         if args.tasks:
             tasks = [t for t in args.tasks.split(",") if t]
         else:
-            available = list(task_ids(env_id, split=args.split))
+            available = list(task_ids(env_id, split=args.split, **env_kwargs))
             tasks = available[: args.n] if args.n else available
         settings = EvalSettings(
-            env_id=env_id, tasks=tasks, samples=args.samples, seed=args.seed, concurrency=args.concurrency,
+            env_id=env_id, env_kwargs=env_kwargs, tasks=tasks, samples=args.samples, seed=args.seed, concurrency=args.concurrency,
             max_steps=args.max_steps, out=args.out, resume=args.resume, price_prompt_per_mtok=args.price_prompt,
             price_completion_per_mtok=args.price_completion,
             policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,

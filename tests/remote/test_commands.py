@@ -42,3 +42,24 @@ def test_trl_environment_factory_plays_a_served_env_like_the_local_one(serve):
     there = _play(rubricgym_environment("rubricgym/Remote-v0", url=server.url), plan)
     assert there == here  # prompts (benchmark, grammar, admissible actions), rewards and rubric records
     assert there[1][-1]["terminated"] and "trca" in there[1][-1]["rubric"]
+
+
+def test_rubricgym_eval_measures_a_served_env(serve, tmp_path):
+    """``rubricgym eval --env rubricgym/Remote-v0 --env-kwargs {url}``: the task ids come from the
+    server, the episodes are played there, and the per-step rubric records come back."""
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
+    import json
+
+    from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT
+    from rubricgym.cli import main
+
+    server = serve("ALFWorld-Rubric-v0", "--max-sessions", "2", "--workers", "1",
+                   kwargs={"data_path": str(BUNDLED_ROOT)})
+    out = tmp_path / "eval"
+    assert main(["eval", "--env", "rubricgym/Remote-v0", "--env-kwargs", json.dumps({"url": server.url}), "--n", "1",
+                 "--policy", "callable", "--callable", "remote.remote_agents:alfworld_expert", "--out", str(out)]) == 0
+    (record,) = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert record["env_id"] == "rubricgym/Remote-v0" and record["outcome"] == "success"
+    assert record["env_return"] == 1.0 and all("trca" in s["rubric"] for s in record["step_records"])
+    assert main(["eval", "--env", "rubricgym/Remote-v0", "--env-kwargs", "[1]", "--tasks", "t", "--policy",
+                 "callable", "--callable", "remote.remote_agents:alfworld_expert", "--out", str(tmp_path / "x")]) == 2
