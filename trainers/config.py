@@ -63,7 +63,8 @@ class EnvSettings(_Section):
         "auto", description="'auto': Ray when installed, else a local process pool (docs/scale.md)")
     worker_timeout_s: float = Field(600.0, gt=0.0, description="a worker call past this ends its rollouts as failed")
     ray_address: str | None = Field(None, description="Ray cluster address (default: a local Ray instance)")
-
+    url: str | None = Field(None, description="play env.id served by `rubricgym serve-env` at this URL (docs/remote.md); "
+                            "the server holds the env's kwargs and step budget (start it with --max-steps)")
 
     @field_validator("id")
     @classmethod
@@ -85,6 +86,13 @@ class EnvSettings(_Section):
         if isinstance(data, dict) and not {"id", "max_steps"} & data.keys():
             return {**data, "max_steps": MAIN_JOB_MAX_STEPS}
         return data
+
+    @model_validator(mode="after")
+    def _served(self) -> EnvSettings:
+        if self.url and (self.kwargs or self.factory):
+            raise ValueError("env.url plays a served env: its kwargs are the server's (rubricgym serve-env --kwargs), "
+                             "and env.factory cannot be served; leave env.kwargs and env.factory unset")
+        return self
 
     def step_budget(self) -> tuple[int, Literal["config", "spec"]]:
         """The episode step budget and where it comes from: ``max_steps``, else the spec's."""

@@ -117,7 +117,7 @@ def held_out_env_id(config: TrainConfig) -> str | None:
     """The configured eval env id, else the one the benchmark's spec pairs with ``env.id``."""
     if config.evaluation.env_id:
         return config.evaluation.env_id
-    if config.env.factory:
+    if config.env.factory or config.env.url:  # a served env plays one env id: no held-out pair there
         return None
     try:
         spec = get_spec(config.env.id)

@@ -21,6 +21,7 @@ from rubricgym.contract import Trajectory, Transition
 from rubricgym.env_factories import env_factory
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
 from rubricgym.registration import check_env_id
+from rubricgym.remote import REMOTE_ENV_ID
 from rubricgym.trainers.config import EnvSettings
 from rubricgym.trainers.generation import Generator
 from rubricgym.tokens import Span, decode_response, response_token_spans
@@ -87,6 +88,8 @@ def make_env_factory(settings: EnvSettings) -> Callable[[], gym.Env]:
     if settings.factory:
         fn = env_factory(settings.factory)
         return lambda: fn(max_steps=settings.max_steps, **settings.kwargs)
+    if settings.url:  # served: the server made the env with its own kwargs and budget
+        return lambda: gym.make(REMOTE_ENV_ID, url=settings.url, env_id=settings.id)
     check_env_id(settings.id)
     return lambda: gym.make(settings.id, max_steps=settings.max_steps, **settings.kwargs)
 
@@ -96,6 +99,9 @@ def available_tasks(env: gym.Env, settings: EnvSettings) -> list[str]:
         tasks = list(settings.tasks)
     else:
         adapter = getattr(env.unwrapped, "adapter", None)
+        if adapter is None:  # a served env says what it plays at its first reset
+            env.reset()
+            adapter = getattr(env.unwrapped, "adapter", None)
         if adapter is None:
             raise ValueError("this env exposes no adapter.task_ids(): set env.tasks in the config")
         tasks = list(adapter.task_ids())

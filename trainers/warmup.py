@@ -53,6 +53,8 @@ def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACT
 def expert_of(env: Any) -> tuple[ExpertPlayer, Any] | None:
     """The env's benchmark expert player and the adapter it plays through (None: no expert)."""
     adapter = getattr(env.unwrapped, "adapter", None)
+    if adapter is not None and getattr(adapter, "has_expert", True) is False:
+        return None  # e.g. a served env: its engine, which an expert plays through, is on the server
     try:
         expert = get_spec(adapter.benchmark).load_expert() if adapter is not None else None
     except UnknownBenchmark:

@@ -61,6 +61,7 @@ class ServedAdapter:
     benchmark: str
     grammar: TagGrammar = ACTION_GRAMMAR
     ids: tuple[str, ...] | None = None
+    has_expert: bool = False  # an expert plays through the engine, which is on the server: no warm start here
 
     def task_ids(self) -> list[str]:
         if self.ids is None:

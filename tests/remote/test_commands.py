@@ -63,3 +63,33 @@ def test_rubricgym_eval_measures_a_served_env(serve, tmp_path):
     assert record["env_return"] == 1.0 and all("trca" in s["rubric"] for s in record["step_records"])
     assert main(["eval", "--env", "rubricgym/Remote-v0", "--env-kwargs", "[1]", "--tasks", "t", "--policy",
                  "callable", "--callable", "remote.remote_agents:alfworld_expert", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_the_trainer_trains_on_a_served_env(serve, tmp_path):
+    """``env.url``: the trainer's rollouts play on the server (task ids from it, no warm start:
+    the expert's engine is there), and the iteration trains on their per-step rubric records."""
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
+    import json
+
+    from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT
+    from rubricgym.trainers.config import load_config
+    from rubricgym.trainers.trainer import Trainer
+
+    server = serve("ALFWorld-Rubric-v0", "--max-sessions", "3", "--workers", "1", "--max-steps", "2",
+                   kwargs={"data_path": str(BUNDLED_ROOT)})
+    config = load_config(None, [
+        "model.name=tiny", "env.id=ALFWorld-Rubric-v0", f"env.url={server.url}", "env.max_steps=2",
+        "algorithm.advantage=trca", "algorithm.group_size=2", "algorithm.tasks_per_iteration=1",
+        "generation.max_new_tokens=8", "run.iterations=1", "run.progress=false", "run.evaluate_after=false",
+        "run.tensorboard=false", f"run.output_dir={tmp_path}", "run.name=served"])
+    trainer = Trainer(config)
+    try:
+        assert not trainer.warmup_wanted() and len(trainer.tasks) > 1  # the server's task ids
+        metrics = trainer.train_iteration()
+    finally:
+        trainer.close()
+    assert metrics["rollout_errors"] == 0 and metrics["episode_steps"] == 2.0 and "trca_reward_mean" in metrics
+    (line, *_) = (tmp_path / "served" / "trajectories" / "iter-000001.jsonl").read_text().splitlines()
+    assert json.loads(line)["benchmark"] == "ALFWorld"  # the served env's trajectory, as saved in-process
+    with pytest.raises(ValueError, match="env.url plays a served env"):
+        load_config(None, [f"env.url={server.url}", "env.kwargs={data_path: x}"])
