@@ -15,6 +15,7 @@ import gymnasium as gym
 import pytest
 from appworld_helpers import process_gone, task
 
+from rubricgym.adapters.appworld.adapter import IDLE_CPU_S, IDLE_CPU_SHARE
 from rubricgym.adapters.appworld.sandbox import BWRAP_ENV, SandboxUnavailable
 
 pytestmark = pytest.mark.slow
@@ -132,7 +133,16 @@ def test_work_left_running_between_steps_is_the_policys_failure(env):
     pid = adapter.server.pid
     run(env, "th = __import__('thre' + 'ading')\ndef burn():\n    while True:\n        pass\n"
         "getattr(th, 'Thr' + 'ead')(target=burn, daemon=True).start()\nprint('started')")
-    time.sleep(3.0)  # idle wall time: a quiet server uses ~0 CPU s here, the thread ~3 s
+    # idle wall time until the thread has burnt well past the allowance (1 s + 20% of the wall time):
+    # a quiet server uses ~0 CPU s here; on a loaded machine the thread gets less than a core, so
+    # wait for what it used (bounded), not for a fixed time
+    started, cpu0 = time.monotonic(), adapter.server.cpu_seconds() or 0.0
+    while time.monotonic() - started < 60.0:
+        time.sleep(0.5)
+        waited = time.monotonic() - started
+        used = (adapter.server.cpu_seconds() or 0.0) - cpu0
+        if waited >= 3.0 and used > 2.0 * (IDLE_CPU_S + IDLE_CPU_SHARE * waited):
+            break
     obs, reward, terminated, truncated, info = env.step("<action>print(1)</action>")
     assert terminated and not truncated and reward == 0.0, obs
     assert "left work running" in info["policy_failure"] and info["transition"].facts.broke_engine
