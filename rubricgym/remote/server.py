@@ -200,7 +200,12 @@ def build_app(env_id: str, max_sessions: int, workers: int, reward: Any = "defau
               env_kwargs: dict[str, Any] | None = None, max_steps: int | None = None,
               idle_timeout_s: float = 600.0, step_timeout_s: float = 120.0,
               max_message_bytes: int = 4 << 20) -> tuple[WireGuard, SessionPool]:
-    """OpenEnv's app serving ``env_id`` (behind ``WireGuard``) and its session pool."""
+    """OpenEnv's app serving ``env_id`` (behind ``WireGuard``) and its session pool. An env
+    option that turns a sandbox off (``sandbox: false``) is refused: a served env runs what
+    remote clients send."""
+    if (env_kwargs or {}).get("sandbox") is False:
+        raise ValueError("--kwargs sandbox=false: a served env runs agent code remote clients send, so its "
+                         "sandbox stays on (docs/remote.md)")
     make_kwargs = {**(env_kwargs or {}), "reward": reward, **({"max_steps": max_steps} if max_steps else {})}
     pool = SessionPool(env_id, make_kwargs, max_sessions=max_sessions, workers=workers, call_timeout_s=step_timeout_s)
     served = Served(env_id, pool)

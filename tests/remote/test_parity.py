@@ -125,3 +125,28 @@ def test_make_vec_plays_served_sessions(serve):
         assert steps[4]["transition"][k] == there[4]["transition"]  # typed facts, stacked per session
     envs.close()
     local.close()
+
+
+def test_appworld_in_process_and_remote_agree_and_is_served_only_sandboxed(serve, tmp_path, capsys):
+    """AppWorld served (its agent-code sandbox on: turning it off is refused): the expert's cells
+    and a malformed action give the same records, and the evaluated outcome, both ways."""
+    from rubricgym.cli import main
+
+    from appworld.appworld_helpers import task
+
+    assert main(["serve-env", "AppWorld-Rubric-v0", "--kwargs", '{"sandbox": false}', "--port", "0"]) == 2
+    assert "sandbox stays on" in capsys.readouterr().err
+    chosen = task("answertopsender")
+    cells = list(chosen["good"])
+    server = serve("AppWorld-Rubric-v0", "--max-steps", "10", "--max-sessions", "1", "--workers", "1",
+                   kwargs={"split": "offline_all"})
+    local = gym.make("AppWorld-Rubric-v0", max_steps=10, split="offline_all")
+    remote = gym.make("rubricgym/Remote-v0", url=server.url, env_id="AppWorld-Rubric-v0", timeout_s=180)
+    try:
+        assert local.unwrapped.adapter.sandboxed
+        responses = ["no tags at all", *(_wrap(cell) for cell in cells)]
+        won = assert_same_episode(local, remote, chosen["id"], 3, responses)
+        assert won[-2][2] and won[-1]["outcome"]["success"]  # evaluated by AppWorld, on the server
+    finally:
+        local.close()
+        remote.close()
