@@ -11,12 +11,15 @@ bounded; a worker that exits, closes its pipe or does not answer in time is a ``
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-__all__ = ["JsonHost", "JsonWorker", "PendingAnswer", "WorkerDied", "serve_json"]
+log = logging.getLogger(__name__)
+
+__all__ = ["JsonHost", "JsonWorker", "PendingAnswer", "WorkerDied", "close_each", "serve_json"]
 
 
 class WorkerDied(RuntimeError):
@@ -45,6 +48,15 @@ def serve_json(conn: Any, host: JsonHost) -> None:
                 break
     finally:
         host.close()
+
+
+def close_each(envs: Iterable[Any], where: str) -> None:
+    """Close every env a host holds; one that fails to close is logged, the others still close."""
+    for env in envs:
+        try:
+            env.close()
+        except Exception:  # closing must not hide the others, nor the run's own result
+            log.exception("closing an env in %s failed", where)
 
 
 class PendingAnswer:

@@ -28,7 +28,7 @@ from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 from rubricgym.prompts import PromptSettings
 from rubricgym.env_factories import EnvFactory, env_factory, register_env_factories
-from rubricgym.json_worker import JsonWorker, WorkerDied, serve_json
+from rubricgym.json_worker import JsonWorker, WorkerDied, close_each, serve_json
 from rubricgym.trainers.config import EnvSettings
 from rubricgym.trainers.rollout import (LocalEnvSlots, ResetJob, RolloutCollector, SlotAnswer,
                                         make_env_factory)
@@ -133,11 +133,7 @@ class EnvHost:
                 "trajectory": _trajectory_json(env) if done else None}
 
     def close(self) -> None:
-        for env in self.envs.values():
-            try:
-                env.close()
-            except Exception:
-                log.exception("closing an env in a worker failed")
+        close_each(self.envs.values(), "an env worker")
         self.envs = {}
 
 

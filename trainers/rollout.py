@@ -19,6 +19,7 @@ import gymnasium as gym
 import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.contract import Trajectory, Transition
 from rubricgym.env_factories import env_factory
+from rubricgym.json_worker import close_each
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
 from rubricgym.registration import check_env_id
 from rubricgym.remote import REMOTE_ENV_ID
@@ -181,11 +182,7 @@ class LocalEnvSlots:
         return answers
 
     def close(self) -> None:
-        for env in self.envs:
-            try:
-                env.close()
-            except Exception:  # closing must not hide the run's own result
-                log.exception("closing an env failed")
+        close_each(self.envs, "this process")
         self.envs = []
 
 

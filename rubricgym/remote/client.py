@@ -97,7 +97,7 @@ class RemoteEnv(gym.Env[str, str]):
         if (options or {}).get("task_id") is not None:
             data["task_id"] = options["task_id"]  # type: ignore[index]
         try:
-            result = self._call(lambda: self._sync.reset(**data))
+            result = self._sync.reset(**data)  # OpenEnv bounds the connect and each answer
         except WIRE_ERRORS as exc:
             raise RemoteEnvError(f"{self.url}: {type(exc).__name__}: {exc}") from None
         meta = WireMeta.model_validate(result.observation.metadata)
@@ -120,7 +120,7 @@ class RemoteEnv(gym.Env[str, str]):
             return self._failed(action, f"{SERVER_GONE} {self.url}: the server closed this session "
                                         "(idle past its time-out, or it restarted)")
         try:
-            result = self._call(lambda: self._sync.step(RubricAction(action=action)))
+            result = self._sync.step(RubricAction(action=action))
         except WIRE_ERRORS as exc:
             return self._failed(action, f"{SERVER_GONE} {self.url}: {type(exc).__name__}: {exc}")
         meta = WireMeta.model_validate(result.observation.metadata)
@@ -142,17 +142,12 @@ class RemoteEnv(gym.Env[str, str]):
 
     def close(self) -> None:
         try:
-            self._call(self._sync.close)
+            self._sync.close()
         except Exception:  # closing a dead connection is not an error
             pass
         super().close()
 
     # -- helpers -------------------------------------------------------------------------
-    def _call(self, fn: Any) -> Any:
-        """One client call: OpenEnv bounds the connect (``connect_timeout_s``) and each answer
-        (``timeout_s``), so no call waits past them."""
-        return fn()
-
     def _session_lost(self) -> bool:
         """Whether the episode's WebSocket is gone: OpenEnv's client would silently open a new
         session for the next message, which holds no episode."""

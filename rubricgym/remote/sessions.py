@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium as gym
 
 from rubricgym.contract import Trajectory
-from rubricgym.json_worker import JsonWorker, WorkerDied, serve_json
+from rubricgym.json_worker import JsonWorker, WorkerDied, close_each, serve_json
 from rubricgym.parsing import TagGrammar
 from rubricgym.registration import check_env_id, discover
 from rubricgym.remote.wire import info_to_json
@@ -90,11 +90,7 @@ class SessionHost:
                 "truncated": bool(truncated), "info": info_json, "models": models}
 
     def close(self) -> None:
-        for env in self.envs.values():
-            try:
-                env.close()
-            except Exception:
-                log.exception("closing an env in a session worker failed")
+        close_each(self.envs.values(), "a session worker")
         self.envs = {}
 
 

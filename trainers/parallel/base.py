@@ -74,16 +74,6 @@ def empty_loss(model: Any, pad_id: int, device: Any) -> torch.Tensor:
     return logits.float().sum() * 0.0
 
 
-def refuse_partitioned_run(engine: str, generation_backend: str, self_judge: bool) -> None:
-    """What a partitioned model cannot keep in step across several ranks."""
-    if generation_backend != "hf":
-        raise ParallelRefused(f"{engine} with generation.backend={generation_backend!r}: a sharded adapter is not "
-                              "exported to a generation server; use 'hf'")
-    if self_judge:
-        raise ParallelRefused(f"{engine} with judge.self_judge: the self-judge's calls are not kept in step across "
-                              "ranks; use an external judge")
-
-
 class ParallelStrategy:
     """Replicated ranks: every rank holds the whole model and optimizer (also one process)."""
 
@@ -211,3 +201,27 @@ class ParallelStrategy:
 
     def close(self) -> None:
         """Release engine state while the process group still exists."""
+
+
+class PartitionedStrategy(ParallelStrategy):
+    """An engine that partitions the model or its optimizer over the ranks (FSDP, ZeRO): it
+    reduces the gradients itself, and its forwards or backwards are collectives, so every rank
+    makes as many generate calls and passes as the busiest one."""
+
+    setting = ""  # the run config field that asks for it, named in refusals
+
+    def __init__(self, ranks: Ranks, plan: ParallelPlan):
+        super().__init__(ranks, plan)
+        self.lockstep = AgreedLockstep(ranks)
+
+    def check_run(self, generation_backend: str, self_judge: bool) -> None:
+        if generation_backend != "hf":
+            raise ParallelRefused(f"{self.setting} with generation.backend={generation_backend!r}: a sharded adapter "
+                                  "is not exported to a generation server; use 'hf'")
+        if self_judge:
+            raise ParallelRefused(f"{self.setting} with judge.self_judge: the self-judge's calls are not kept in step "
+                                  "across ranks; use an external judge")
+
+    def extra_passes(self, local: int) -> int:
+        # agreed before any of the passes: a collective between two passes would meet a peer's gather or reduce
+        return int(self.ranks.max([float(local)])[0]) - local

@@ -25,8 +25,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor, distribute_tensor
 
-from rubricgym.trainers.parallel.base import AgreedLockstep, ParallelStrategy, norm_value, refuse_partitioned_run
-from rubricgym.trainers.parallel.plan import ParallelPlan
+from rubricgym.trainers.parallel.base import PartitionedStrategy, norm_value
 from rubricgym.trainers.parallel.ranks import Ranks
 
 
@@ -58,12 +57,10 @@ def shard_model(peft_model: Any, ranks: Ranks, device: torch.device) -> None:
     fully_shard(root, mesh=mesh)
 
 
-class FsdpStrategy(ParallelStrategy):
+class FsdpStrategy(PartitionedStrategy):
     """The model and adapter sharded over the ranks with FSDP2."""
 
-    def __init__(self, ranks: Ranks, plan: ParallelPlan):
-        super().__init__(ranks, plan)
-        self.lockstep = AgreedLockstep(ranks)
+    setting = "run.fsdp"
 
     @property
     def label(self) -> str:
@@ -72,9 +69,6 @@ class FsdpStrategy(ParallelStrategy):
     def run_metrics(self) -> dict[str, int]:
         return {"fsdp": 1, "deepspeed_zero": 0}
 
-    def check_run(self, generation_backend: str, self_judge: bool) -> None:
-        refuse_partitioned_run("run.fsdp", generation_backend, self_judge)
-
     def prepare_model(self, model: Any, device: torch.device) -> None:
         super().prepare_model(model, device)
         shard_model(model, self.ranks, device)  # before the optimizer: it must hold the sharded parameters
@@ -82,10 +76,6 @@ class FsdpStrategy(ParallelStrategy):
 
     def align_after_warm_start(self, model: Any) -> None:
         """A sharded adapter exists once, shard by shard: nothing to align."""
-
-    def extra_passes(self, local: int) -> int:
-        # agreed before any of the passes: a collective between two forwards would meet a peer's all-gather
-        return int(self.ranks.max([float(local)])[0]) - local
 
     def backward(self, loss: torch.Tensor, last: bool) -> None:
         (loss * self.ranks.world_size).backward()  # FSDP's reduce-scatter averages: scale the share back to a sum

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from rubricgym.process_state import preserved_process_state
-from rubricgym.trainers.parallel.base import AgreedLockstep, ParallelStrategy, refuse_partitioned_run
+from rubricgym.trainers.parallel.base import PartitionedStrategy
 from rubricgym.trainers.parallel.plan import ParallelPlan
 from rubricgym.trainers.parallel.ranks import Ranks
 
@@ -54,12 +54,13 @@ def deepspeed_config(stage: int, world_size: int, max_grad_norm: float) -> dict[
     }
 
 
-class ZeroStrategy(ParallelStrategy):
+class ZeroStrategy(PartitionedStrategy):
     """The optimizer step through DeepSpeed's ZeRO engine at ``plan.zero_stage``."""
+
+    setting = "run.deepspeed_zero"
 
     def __init__(self, ranks: Ranks, plan: ParallelPlan):
         super().__init__(ranks, plan)
-        self.lockstep = AgreedLockstep(ranks)
         self.stage = int(plan.zero_stage or 2)
         self.engine: Any = None
         self.zero: Any = None
@@ -73,7 +74,7 @@ class ZeroStrategy(ParallelStrategy):
         return {"fsdp": 0, "deepspeed_zero": self.stage}
 
     def check_run(self, generation_backend: str, self_judge: bool) -> None:
-        refuse_partitioned_run("run.deepspeed_zero", generation_backend, self_judge)
+        super().check_run(generation_backend, self_judge)
         require_deepspeed(self.ranks.device.type == "cpu")
 
     def begin_update(self) -> None:
@@ -102,10 +103,6 @@ class ZeroStrategy(ParallelStrategy):
     @property
     def module(self) -> Any:
         return self.engine if self.engine is not None else self.model
-
-    def extra_passes(self, local: int) -> int:
-        # agreed before any of the passes: ZeRO-2 reduces inside each backward, ZeRO-3 gathers inside each forward
-        return int(self.ranks.max([float(local)])[0]) - local
 
     def close(self) -> None:
         """Release the engine's state while the process group still exists (not in a
