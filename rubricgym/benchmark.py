@@ -25,10 +25,13 @@ from rubricgym.contract import Facts
 from rubricgym.parsing import ExpertAction
 from rubricgym.rewards import RewardContext
 
-__all__ = ["BenchmarkSpec", "CommandSpec", "EnvIdSpec", "ExpertPlayer", "Ref", "load_ref"]
+__all__ = ["NO_TOOL_SURFACE", "BenchmarkSpec", "CommandSpec", "EnvIdSpec", "ExpertPlayer", "Ref", "load_ref"]
 
 Ref = str
 """``"package.module:attribute"``: imported on first use, never at registration."""
+
+NO_TOOL_SURFACE = "none"
+"""``BenchmarkSpec.tool_surface`` of a benchmark whose actions are not tool calls."""
 
 
 def load_ref(ref: Ref) -> Any:
@@ -76,6 +79,9 @@ class BenchmarkSpec:
     ``facts_model`` / ``binding_model`` are the classes themselves (light pydantic models);
     ``adapter``, ``binder``, ``expert`` are references imported on use. A binder-only
     benchmark (no engine yet) leaves ``adapter`` empty and registers no env ids.
+    ``tool_surface`` references a function of the env's construction options returning its
+    tools (``rubricgym.tool_surface.ToolSpec``); unset, the benchmark gets one ``act(command)``
+    tool; ``"none"`` says its actions are not tool calls.
     """
 
     name: str
@@ -94,6 +100,7 @@ class BenchmarkSpec:
     commands: tuple[CommandSpec, ...] = ()
     expert: Ref | None = None
     description: str = ""
+    tool_surface: Ref | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
@@ -108,6 +115,8 @@ class BenchmarkSpec:
         for env in self.env_ids:
             if env.eval_id is not None and (env.eval_id not in ids or env.eval_id == env.id):
                 raise ValueError(f"{self.name}: {env.id}'s eval_id {env.eval_id!r} must be another of its env ids")
+        if self.tool_surface not in (None, NO_TOOL_SURFACE) and ":" not in self.tool_surface:
+            raise ValueError(f"{self.name}: tool_surface must be 'package.module:function' or 'none'")
         if self.facts_model.benchmark != self.name:
             raise ValueError(f"{self.name}: facts_model.benchmark is {self.facts_model.benchmark!r}; "
                              "it must equal the spec's name so stored trajectories load back typed")

@@ -16,6 +16,7 @@ SPEC = BenchmarkSpec(
     binder=f"{_PACKAGE}.binder:bind_task",
     adapter=f"{_PACKAGE}.adapter:AppWorldAdapter",
     expert=f"{_PACKAGE}.expert:expert_actions",
+    tool_surface=f"{_PACKAGE}.tools:tool_surface",
     extra="appworld",
     requires=("httpx",),
     setup_hint="then build AppWorld's venv and offline tasks with `rubricgym appworld setup` (or `make appworld`)",

@@ -29,4 +29,5 @@ SPEC = BenchmarkSpec(
     judge_rubric=_HERE / "rubric.yaml",
     context_key="domain, the previous action (tool name or message) and how many writes succeeded (capped at 3)",
     expert=f"{_PACKAGE}.expert:expert_actions",
+    tool_surface=f"{_PACKAGE}.tools:tool_surface",
 )

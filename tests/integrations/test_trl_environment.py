@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from integrations.scripted import reply_bias
 from integrations.trl_setup import ENV_ID, need_trl_stack
+from requirements_guard import need
 
 CALL = '<tool_call>\n{"name": "act", "arguments": {"command": "look"}}\n</tool_call>'
 
@@ -66,5 +67,56 @@ def test_trl_s_reward_column_equals_an_in_process_replay(tmp_path):
         replay.reset(seed=0, task_id=None)
         for record in played.step_records:
             replay.act(record["command"])
+        assert reward == pytest.approx(replay.get_reward()) and reward != 0.0
+        replay._close()
+
+
+TAU_ID = "TauBench-Retail-Rubric-v0"
+TAU_CALL = ('<tool_call>\n{"name": "find_user_id_by_name_zip", "arguments": {"first_name": "Yusuf", '
+            '"last_name": "Rossi", "zip": "19122"}}\n</tool_call>')
+
+
+@pytest.mark.slow
+def test_tau_bench_s_own_tools_in_trl_give_the_reward_of_an_in_process_replay(tmp_path):
+    """tau-bench's surface (the retail tools with tau2's schemas, plus ``respond``) in TRL's tool
+    loop: the steered first call runs as that tool call, and TRL's reward column equals an
+    in-process replay of the recorded calls."""
+    need_trl_stack()
+    need("tau2", "pip install 'rubricgym[tau_bench]'")
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import add_response_schema, qwen3_chat_template
+
+    from rubricgym.integrations.trl_tools import rubricgym_environment
+    from rubricgym.models import load_causal_lm
+
+    model, tokenizer = load_causal_lm("tiny", device="cpu", seed=0)
+    tokenizer.chat_template = qwen3_chat_template
+    tokenizer = add_response_schema(tokenizer)
+    config = GRPOConfig(
+        output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_steps=1,
+        max_completion_length=256, learning_rate=1e-2, use_cpu=True, bf16=False, report_to="none",
+        save_strategy="no", logging_steps=1, seed=0, gradient_checkpointing=False, max_tool_calling_iterations=1,
+        generation_kwargs=reply_bias(tokenizer, [TAU_CALL]),
+    )
+    rows = Dataset.from_list([{"prompt": [{"role": "user", "content": "Help the customer with the tools.\n\n"}],
+                               "seed": 0, "task_id": None}] * 2)
+    environment = rubricgym_environment(TAU_ID, max_steps=4)
+    trainer = GRPOTrainer(model=model, reward_funcs=[], args=config, processing_class=tokenizer, train_dataset=rows,
+                          environment_factory=environment,
+                          peft_config=LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, task_type="CAUSAL_LM",
+                                                 target_modules=["q_proj", "v_proj"]))
+    trainer.train()
+    column = list(trainer._logs["rewards"]["RubricgymEnvironment"])
+    assert len(column) == 2
+    for played, reward in zip(trainer.environments, column, strict=True):
+        assert [r["tool"] for r in played.step_records][:1] == ["find_user_id_by_name_zip"]
+        assert played.step_records[0]["arguments"] == {"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"}
+        assert all("trca" in r["rubric"] for r in played.step_records)
+        replay = environment()
+        replay.reset(seed=0, task_id=None)
+        for record in played.step_records:
+            getattr(replay, record["tool"])(**record["arguments"])
         assert reward == pytest.approx(replay.get_reward()) and reward != 0.0
         replay._close()

@@ -1,0 +1,109 @@
+"""A benchmark's action surface as tools: what a tool-calling agent is offered (TRL's
+``environment_factory``, an endpoint's function calling), and how one call becomes the env's
+action, so the rubric scores a tool call exactly as the same ``<action>`` of rubricgym's own
+prompts.
+
+A benchmark declares its surface in its ``BenchmarkSpec.tool_surface``: a reference to a
+function of the env's construction options (the env id's kwargs merged with the caller's)
+returning its ``ToolSpec``s, or ``"none"`` when its actions are not tool calls. A benchmark
+that declares nothing gets one tool, ``act(command)``, whose command is the action text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rubricgym.benchmark import NO_TOOL_SURFACE, load_ref
+from rubricgym.parsing import ExpertAction
+from rubricgym.registration import get_spec
+
+__all__ = ["ACT_TOOL", "NoToolSurface", "RESERVED_TOOL_NAMES", "ToolSpec", "tool_surface"]
+
+# names an environment class for TRL already uses (TRL calls reset and get_reward itself)
+RESERVED_TOOL_NAMES = frozenset({"reset", "get_reward", "step_records", "env", "view", "done", "tool_specs"})
+
+
+class NoToolSurface(ValueError):
+    """The benchmark's actions are not tool calls (it declared ``tool_surface="none"``)."""
+
+
+class ToolSpec(BaseModel):
+    """One tool: its OpenAI-style function schema, and how a call renders as the env's action.
+
+    ``content="argument"``: the action's text is the value of the string parameter
+    ``argument`` (``act(command)``, AppWorld's ``execute(code)``, tau-bench's
+    ``respond(message)``). ``content="json_call"``: the action is the call itself as
+    ``{"name": ..., "arguments": {...}}`` (tau-bench's domain tools). ``kind`` names the
+    grammar's action tag (``None``: its first).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    description: str
+    parameters: dict[str, Any] = Field(description="a JSON schema of type object")
+    content: Literal["argument", "json_call"] = "argument"
+    argument: str = ""
+    kind: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ToolSpec:
+        if self.name in RESERVED_TOOL_NAMES:
+            raise ValueError(f"tool name {self.name!r} is reserved (reserved: {sorted(RESERVED_TOOL_NAMES)})")
+        if self.parameters.get("type") != "object":
+            raise ValueError(f"tool {self.name!r}: parameters must be a JSON schema of type 'object'")
+        if self.content == "argument":
+            prop = self.properties.get(self.argument)
+            if not isinstance(prop, dict) or prop.get("type") != "string":
+                raise ValueError(f"tool {self.name!r}: its argument {self.argument!r} must be a string parameter")
+        return self
+
+    @property
+    def properties(self) -> dict[str, Any]:
+        props = self.parameters.get("properties") or {}
+        return props if isinstance(props, dict) else {}
+
+    @property
+    def required(self) -> list[str]:
+        return [str(r) for r in self.parameters.get("required") or []]
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The tool as an OpenAI ``tools=`` entry."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": self.parameters}}
+
+    def action(self, arguments: Mapping[str, Any]) -> ExpertAction:
+        """The env action one call of this tool stands for (the grammar renders it)."""
+        if self.content == "json_call":
+            return ExpertAction(json.dumps({"name": self.name, "arguments": dict(arguments)}), self.kind)
+        return ExpertAction(str(arguments.get(self.argument, "")), self.kind)
+
+
+ACT_TOOL = ToolSpec(
+    name="act", description="Take one action in the environment and see what happens.",
+    parameters={"type": "object", "required": ["command"], "properties": {"command": {
+        "type": "string", "description": 'one admissible action, exactly as listed (e.g. "go to drawer 1").'}}},
+    argument="command")
+
+
+def tool_surface(env_id: str, **make_kwargs: Any) -> list[ToolSpec]:
+    """The tools of ``env_id`` made with ``make_kwargs``: the benchmark's declared surface,
+    or ``[ACT_TOOL]`` when it declares none. ``NoToolSurface`` when it declared ``"none"``."""
+    spec = get_spec(env_id)
+    declared = spec.tool_surface
+    if declared == NO_TOOL_SURFACE:
+        raise NoToolSurface(f"{spec.name} declares no tool surface (BenchmarkSpec.tool_surface='none'): its actions "
+                            f"are not tool calls; train {env_id} through rubricgym_rollout_func (the text route)")
+    if declared is None:
+        return [ACT_TOOL]
+    tools = list(load_ref(declared)(**{**spec.env_id(env_id).kwargs, **make_kwargs}))
+    if not tools or not all(isinstance(t, ToolSpec) for t in tools):
+        raise TypeError(f"{spec.name}'s tool surface {declared} must return a non-empty list of ToolSpec")
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{spec.name}'s tool surface names a tool twice: {sorted(n for n in names if names.count(n) > 1)}")
+    return tools
