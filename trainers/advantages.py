@@ -86,13 +86,11 @@ def draco_group(group: Sequence[Rollout], name: str, variant: str, judge: Any, i
     trajectories = [r.trajectory for r in group]
     if any(t is None for t in trajectories):
         raise MissingRewardSignal("DRACO needs each rollout's trajectory (env.unwrapped.trajectory)")
-    result = judge.score_group(trajectories[0].instruction, trajectories, variant=variant, training_step=iteration)
-    out = []
-    for i, rollout in enumerate(group):
-        n_j = [len(s.response_ids) for s in rollout.steps]
-        out.append(np.asarray(result.step_advantages(i, n_j), dtype=np.float64))
-        rollout.judge = result.rollout_record(i)  # saved with the trajectory: the verdicts behind a_j
-    return out
+    values, records = judge.group_step_credit(trajectories, [[len(s.response_ids) for s in r.steps] for r in group],
+                                              variant, training_step=iteration)
+    for rollout, record in zip(group, records, strict=True):
+        rollout.judge = record  # saved with the trajectory: the verdicts behind a_j
+    return values
 
 
 def assign_advantages(groups: Sequence[Sequence[Rollout]], estimator: str, *, gamma: float | None = None,

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rubricgym.contract import Span
+from rubricgym.contract import Span, Trajectory
 from rubricgym.credit import (
     DEFAULT_EPS,
     RolloutSignals,
@@ -66,6 +66,8 @@ class Episode:
     steps: list[EpisodeStep] = field(default_factory=list)
     success: bool | None = None
     truncated_by: str | None = None
+    trajectory: str | None = None  # the env's Trajectory as JSON (what a DRACO judge reads)
+    judge: dict[str, Any] | None = None  # the judge's verdicts behind a DRACO estimator's a_j
 
     @property
     def env_return(self) -> float:
@@ -110,25 +112,44 @@ def _signals(episode: Episode, signal: str) -> RolloutSignals:
                           context_keys=[s.context_key for s in episode.steps], outcome=episode.env_return)
 
 
+def _judged(group: Sequence[Episode], variant: str, judge: Any, training_step: int) -> list[np.ndarray]:
+    """A DRACO estimator's per-step values for one group, from the judge's one group-to-credit
+    step (``DracoJudge.group_step_credit``, as rubricgym's trainer calls it); each episode keeps
+    its verdicts in ``judge``."""
+    if any(e.trajectory is None for e in group):
+        raise ValueError("a DRACO estimator needs each episode's trajectory (rubricgym_rollout_func records it)")
+    trajectories = [Trajectory.from_json_line(str(e.trajectory)) for e in group]
+    tokens = [[s.response[1] - s.response[0] for s in e.steps] for e in group]
+    values, records = judge.group_step_credit(trajectories, tokens, variant, training_step=training_step)
+    for episode, record in zip(group, records, strict=True):
+        episode.judge = record
+    return values
+
+
 def completion_advantages(estimator: str, episodes: Sequence[Episode], group_size: int, length: int, *,
                           gamma: float | None = None, lam: float | None = None,
-                          eps: float = DEFAULT_EPS) -> tuple[np.ndarray, np.ndarray]:
+                          eps: float = DEFAULT_EPS, judge: Any = None,
+                          training_step: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(advantages, mask)``, each ``[len(episodes), length]``: per group, the estimator's
     per-step values (``group_step_advantages``, with the trainer's gamma rule: the operator
-    library's unless ``gamma`` is given) placed on every step's tokens of each completion by
+    library's unless ``gamma`` is given; for the DRACO estimators the ``judge``'s verdicts on the
+    group's trajectories) placed on every step's tokens of each completion by
     ``token_advantages``."""
     est = get_estimator(estimator)
-    if est.signal == "judge":
-        raise ValueError(f"estimator {estimator!r} needs a DRACO judge, which the TRL integration does not "
-                         "wire yet: use 'grpo' or 'trca*' here, or rubricgym's own trainer for DRACO")
+    if est.signal == "judge" and judge is None:
+        raise ValueError(f"estimator {estimator!r} needs a DRACO judge: pass judge=DracoJudge(...) "
+                         "(rubricgym.judges), or use 'grpo' or 'trca*'")
     advantages = np.zeros((len(episodes), length), dtype=np.float64)
     mask = np.zeros((len(episodes), length), dtype=bool)
     row = 0
     for group in group_episodes(episodes, group_size):
-        signals = [_signals(e, est.signal) for e in group]
-        library_gamma = trca_gamma(s for e in group for s in e.steps)
-        per_step = group_step_advantages(est.name, signals, lam=lam, eps=eps,
-                                         gamma=gamma if gamma is not None else library_gamma)
+        if est.signal == "judge":
+            per_step = _judged(group, str(est.draco_variant), judge, training_step)
+        else:
+            signals = [_signals(e, est.signal) for e in group]
+            library_gamma = trca_gamma(s for e in group for s in e.steps)
+            per_step = group_step_advantages(est.name, signals, lam=lam, eps=eps,
+                                             gamma=gamma if gamma is not None else library_gamma)
         for episode, values in zip(group, per_step, strict=True):
             advantages[row], mask[row] = token_advantages(est, [float(v) for v in values],
                                                           [s.tokens for s in episode.steps], length)

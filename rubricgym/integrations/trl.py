@@ -66,8 +66,9 @@ def episode_return(completions: list[Any], rubricgym_episode: list[dict[str, Any
 
 class RubricGRPOTrainer(GRPOTrainer):
     """TRL's ``GRPOTrainer`` whose advantages are rubricgym's: a ``(B, T)`` tensor from the
-    estimator registry (``grpo``, ``trca``, ``trca_no_rf``, ``trca_no_rb``; None keeps TRL's own
-    one advantage per completion), placed on tokens by
+    estimator registry (``grpo``, ``trca``, ``trca_no_rf``, ``trca_no_rb``, and the DRACO
+    estimators given ``judge=DracoJudge(...)``; None keeps TRL's own one advantage per
+    completion), placed on tokens by
     ``rubricgym.credit.token_advantages`` exactly as rubricgym's trainer places them. Everything
     else (sampling, the clipped token-level loss, KL, logging) stays TRL's. It also hands the
     prompt rows to a ``rubricgym_rollout_func``; ``reward_funcs`` defaults to ``episode_return``.
@@ -75,11 +76,12 @@ class RubricGRPOTrainer(GRPOTrainer):
     trained on."""
 
     def __init__(self, *args: Any, estimator: str | None = "trca", gamma: float | None = None,
-                 lam: float | None = None, eps: float = 1e-6, **kwargs: Any):
-        if estimator is not None and get_estimator(estimator).signal == "judge":
-            raise ValueError(f"estimator {estimator!r} needs a DRACO judge, not wired into the TRL integration "
-                             "yet: use 'grpo' or 'trca*', or rubricgym's own trainer")
+                 lam: float | None = None, eps: float = 1e-6, judge: Any = None, **kwargs: Any):
+        if estimator is not None and get_estimator(estimator).signal == "judge" and judge is None:
+            raise ValueError(f"estimator {estimator!r} needs a DRACO judge: pass judge=DracoJudge(...) "
+                             "(rubricgym.judges, an OpenAI-compatible endpoint), or use 'grpo' or 'trca*'")
         self.estimator = estimator
+        self.judge = judge
         self.gamma, self.lam, self.eps = gamma, lam, eps
         kwargs.setdefault("reward_funcs", [episode_return])
         self.rubricgym_rows: list[dict[str, Any]] | None = None
@@ -107,7 +109,8 @@ class RubricGRPOTrainer(GRPOTrainer):
         group = self.num_generations if mode == "train" else (self.num_generations_eval or self.num_generations)
         length = out["completion_ids"].size(1)
         values, _ = completion_advantages(self.estimator, self.last_episodes, group, length,
-                                          gamma=self.gamma, lam=self.lam, eps=self.eps)
+                                          gamma=self.gamma, lam=self.lam, eps=self.eps, judge=self.judge,
+                                          training_step=int(self.state.global_step))
         advantages = torch.as_tensor(values, dtype=torch.float32, device=out["completion_ids"].device)
         out["advantages"] = advantages
         self.last_advantages, self.last_env_mask = advantages, out.get("tool_mask")

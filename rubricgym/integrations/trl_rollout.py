@@ -171,16 +171,18 @@ class RubricRollout:
         x.completion += response_ids
         x.env_mask += [1] * len(response_ids)
         x.view.record(text, obs, info)
+        trajectory = getattr(x.env.unwrapped, "trajectory", None)
         if terminated or truncated:
             x.done = True
             x.episode.truncated_by = "max_steps" if truncated and not terminated else None
-            trajectory = getattr(x.env.unwrapped, "trajectory", None)
             success = trajectory.outcome.success if trajectory is not None else None
             x.episode.success = bool(success) if success is not None else x.episode.env_return > 0
+            x.episode.trajectory = trajectory.to_json_line() if trajectory is not None else None
             return
         turn = self._observation_ids(tokenizer, x.view, response_ids, text)
         if len(x.completion) + len(turn) + self.min_turn_tokens > budget:
             x.done, x.episode.truncated_by, x.episode.success = True, "max_completion_length", False
+            x.episode.trajectory = trajectory.to_json_line() if trajectory is not None else None
             return
         x.completion += turn
         x.env_mask += [0] * len(turn)

@@ -418,6 +418,23 @@ class DracoJudge:
                 rollouts.append(RolloutScore(index=i, task_id=traj.task_id, seed=traj.seed, num_steps=traj.num_steps, verdicts=[]))
         return finish_group(variant, task_instruction, criteria, rollouts, note)
 
+    def group_step_credit(
+        self,
+        trajectories: Sequence[Trajectory],
+        step_tokens: Sequence[Sequence[int]],
+        variant: DracoVariant | str,
+        training_step: int | None = None,
+    ) -> tuple[list[np.ndarray], list[dict[str, Any]]]:
+        """One group's per-step a_j (``step_tokens[i]``: rollout i's n_j, the tokens of each
+        step's response) and each rollout's verdict record: the one place every trainer (the
+        bundled one, the TRL integration) turns a group of trajectories into DRACO credit."""
+        if not trajectories:
+            return [], []
+        result = self.score_group(trajectories[0].instruction, trajectories, variant=variant,
+                                  training_step=training_step)
+        values = [np.asarray(result.step_advantages(i, n_j), dtype=np.float64) for i, n_j in enumerate(step_tokens)]
+        return values, [result.rollout_record(i) for i in range(len(trajectories))]
+
     def score_episode(self, traj: Trajectory, rubric: Rubric | None = None, step: int | None = None) -> RolloutScore:
         """A single episode against a static rubric: no group, so no dropout and A = 0;
         R is over every applicable criterion."""

@@ -57,7 +57,7 @@ def test_a_chunk_of_two_tasks_is_no_group():
         group_episodes([episodes[1], episodes[2]], 2)
 
 
-def test_draco_needs_a_judge_the_integration_does_not_wire():
+def test_draco_needs_a_judge():
     data, episodes = load()
-    with pytest.raises(ValueError, match="own trainer for DRACO"):
+    with pytest.raises(ValueError, match=r"judge=DracoJudge"):
         completion_advantages("draco", episodes, 2, data["length"])

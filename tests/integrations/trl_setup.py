@@ -19,7 +19,7 @@ def need_trl_stack() -> None:
         need(module, "pip install 'rubricgym[alfworld]'")
 
 
-def make_trainer(tmp_path: Any, dataset: Any = None, estimator: str = "trca", groups: int = 2) -> Any:
+def make_trainer(tmp_path: Any, dataset: Any = None, estimator: str = "trca", groups: int = 2, judge: Any = None) -> Any:
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -35,7 +35,7 @@ def make_trainer(tmp_path: Any, dataset: Any = None, estimator: str = "trca", gr
         generation_kwargs=reply_bias(tokenizer, REPLIES),
     )
     return RubricGRPOTrainer(
-        model=model, args=config, processing_class=tokenizer, estimator=estimator,
+        model=model, args=config, processing_class=tokenizer, estimator=estimator, judge=judge,
         train_dataset=dataset if dataset is not None else rubricgym_dataset(ENV_ID, seeds=range(groups)),
         rollout_func=rubricgym_rollout_func(ENV_ID, max_steps=3, max_new_tokens=48),
         peft_config=LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, task_type="CAUSAL_LM",

@@ -64,6 +64,7 @@ class ScriptedJudgeServer:
         self.auth_headers: list[str] = []
         self.plan: list[str] = []  # per-request modes consumed first, then ``mode``
         self.reply_text = ""  # the content of every "text" mode reply
+        self.answer: Callable[[dict[str, Any]], str] = scripted_answer  # the reply of "ok" requests
         self.in_flight = 0
         self.peak_in_flight = 0
         self.bytes_flooded: list[int] = []  # per flooding reply: bytes written before the client hung up
@@ -147,7 +148,7 @@ class ScriptedJudgeServer:
                 if mode == "text":  # a fixed (hostile) reply, e.g. deeply nested JSON
                     text = server.reply_text
                 else:
-                    text = "this is {not json" if mode == "malformed" else scripted_answer(body)
+                    text = "this is {not json" if mode == "malformed" else server.answer(body)
                 if mode == "echo_key":  # repeats the key it was sent, before the answer and as each reason
                     key = self.headers.get("Authorization", "").removeprefix("Bearer ")
                     text = f"You sent the key {key}. " + text.replace('"scripted"', json.dumps(f"key {key}"))

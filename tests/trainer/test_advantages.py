@@ -127,6 +127,11 @@ class ScriptedJudge:
         ]
         return finish_group(DracoVariant.parse(variant), instruction, criteria, rollouts, None)
 
+    def group_step_credit(self, *args, **kwargs):  # the judge package's own group-to-credit step
+        from rubricgym.judges.pipeline import DracoJudge
+
+        return DracoJudge.group_step_credit(self, *args, **kwargs)
+
 
 def _draco_group():
     group = _group()[:2]
