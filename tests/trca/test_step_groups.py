@@ -69,3 +69,31 @@ def test_rollouts_of_other_tasks_or_seeds_never_share_a_group():
     assert (report.task_groups, report.steps, report.steps_in_shared_groups) == (3, 7, 2)
     assert report.largest[0].context_key == "a" and report.largest[0].rollouts == 2
     assert "no step shares" in format_step_groups(step_groups([trajectory("t", 0, ["a", "b"])]))
+
+
+def test_tau_bench_keys_follow_the_previous_action_and_the_writes():
+    """tau-bench's key is the domain, the previous action and the writes so far (capped at 3):
+    rollout B takes a read-only detour before the gold calls, so its first key is A's (nothing
+    done yet), its second is the detour's own, and from then on its keys are A's one step later
+    (the same previous action, the same writes). A successful write moves every later key."""
+    need("tau2", "pip install 'rubricgym[tau_bench]'")
+    env_id = "TauBench-Retail-Rubric-v0"
+    env = gym.make(env_id, reward="none")
+    try:
+        adapter = env.unwrapped.adapter
+        task_id = adapter.task_ids()[0]
+        env.reset(seed=0, options={"task_id": task_id})
+        plan = [adapter.grammar.render(a) for a in get_spec(env_id).load_expert()(adapter)]
+        a = play(env, task_id, plan)
+        detour = adapter.grammar.render('{"name": "list_all_product_types", "arguments": {}}')
+        b = play(env, task_id, [detour, *plan])
+    finally:
+        env.close()
+    keys_a = [t.context_key for t in a.transitions]
+    keys_b = [t.context_key for t in b.transitions]
+    assert keys_b[0] == keys_a[0] and "after:list_all_product_types" in keys_b[1] and keys_b[1] not in keys_a
+    assert keys_b[2:] == keys_a[1:len(keys_b) - 1], (keys_a, keys_b)
+    writes = [int(k.rsplit("writes:", 1)[1]) for k in keys_a]
+    assert writes == sorted(writes) and writes[-1] > writes[0]  # the gold plan writes: the key moved on
+    report = step_groups([a, b])
+    assert report.task_groups == 1 and report.steps_in_shared_groups >= 2 * (len(keys_b) - 2)
