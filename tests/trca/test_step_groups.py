@@ -13,7 +13,8 @@ from rubricgym.registration import get_spec
 from rubricgym.trca.step_groups import format_step_groups, step_groups
 
 # (env id, the extra an engine needs); the idle response is malformed: it changes nothing
-ENVS = [("ALFWorld-Rubric-v0", "alfworld"), ("WebShop-Rubric-v0", None), ("SearchQA-Rubric-v0", None)]
+ENVS = [("ALFWorld-Rubric-v0", "alfworld"), ("WebShop-Rubric-v0", None), ("SearchQA-Rubric-v0", None),
+        ("AppWorld-Rubric-v0", None)]
 IDLE = "Let me think about this first."
 
 
