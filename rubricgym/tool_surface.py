@@ -12,16 +12,16 @@ that declares nothing gets one tool, ``act(command)``, whose command is the acti
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rubricgym.benchmark import NO_TOOL_SURFACE, load_ref
-from rubricgym.parsing import ExpertAction
+from rubricgym.parsing import ExpertAction, TagGrammar
 from rubricgym.registration import get_spec
 
-__all__ = ["ACT_TOOL", "NoToolSurface", "RESERVED_TOOL_NAMES", "ToolSpec", "tool_surface"]
+__all__ = ["ACT_TOOL", "NoToolSurface", "RESERVED_TOOL_NAMES", "ToolSpec", "response_from_tool_calls", "tool_surface"]
 
 # names an environment class for TRL already uses (TRL calls reset and get_reward itself)
 RESERVED_TOOL_NAMES = frozenset({"reset", "get_reward", "step_records", "env", "view", "done", "tool_specs"})
@@ -49,6 +49,7 @@ class ToolSpec(BaseModel):
     content: Literal["argument", "json_call"] = "argument"
     argument: str = ""
     kind: str | None = None
+    plain_text: bool = Field(False, description="a reply of text and no call is this tool's call with the text")
 
     @model_validator(mode="after")
     def _check(self) -> ToolSpec:
@@ -56,6 +57,8 @@ class ToolSpec(BaseModel):
             raise ValueError(f"tool name {self.name!r} is reserved (reserved: {sorted(RESERVED_TOOL_NAMES)})")
         if self.parameters.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: parameters must be a JSON schema of type 'object'")
+        if self.plain_text and self.content != "argument":
+            raise ValueError(f"tool {self.name!r}: only a tool whose argument is the action text takes plain text")
         if self.content == "argument":
             prop = self.properties.get(self.argument)
             if not isinstance(prop, dict) or prop.get("type") != "string":
@@ -107,3 +110,30 @@ def tool_surface(env_id: str, **make_kwargs: Any) -> list[ToolSpec]:
     if len(set(names)) != len(names):
         raise ValueError(f"{spec.name}'s tool surface names a tool twice: {sorted(n for n in names if names.count(n) > 1)}")
     return tools
+
+
+def response_from_tool_calls(tools: Sequence[ToolSpec], calls: Sequence[tuple[str, str]], text: str,
+                             grammar: TagGrammar, reasoning: str = "tool call") -> str:
+    """The env response a function-calling reply stands for (``calls``: ``(name, arguments
+    JSON)`` pairs as the endpoint sent them). One known call: its action in the env's format.
+    Several calls: one action block each, which the env scores as several actions. A call
+    the surface lacks, or arguments that are not a JSON object, goes to the env as the call's
+    JSON, which the env scores as the action it cannot run (never dropped). No call: the text, as the ``plain_text`` tool's
+    call when the surface has one (tau-bench: words to the customer), else as it came."""
+    by_name = {t.name: t for t in tools}
+    if not calls:
+        talker = next((t for t in tools if t.plain_text), None)
+        return grammar.render(talker.action({talker.argument: text}), reasoning=reasoning) if talker and text else text
+    blocks = []
+    for name, raw in calls:
+        tool = by_name.get(name)
+        try:
+            arguments = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            arguments = None
+        if tool is None or not isinstance(arguments, dict):  # the call as JSON: the env scores what it can't run
+            bad = ExpertAction(json.dumps({"name": name, "arguments": raw if arguments is None else arguments}))
+            blocks.append(grammar.render(bad, reasoning=reasoning))
+            continue
+        blocks.append(grammar.render(tool.action(arguments), reasoning=reasoning))
+    return "".join(blocks)

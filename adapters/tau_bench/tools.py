@@ -15,7 +15,7 @@ RESPOND = ToolSpec(
                 "End the conversation with a message containing ###STOP### once the request is resolved.",
     parameters={"type": "object", "required": ["message"], "properties": {"message": {
         "type": "string", "description": "what to tell the customer"}}},
-    argument="message")
+    argument="message", plain_text=True)
 
 
 def tool_surface(domain: str = "retail", **_options: Any) -> list[ToolSpec]:

@@ -53,6 +53,15 @@ class ChatRequest(BaseModel):
     seed: int | None = None
     sample: int = Field(0, description="repeat index (self-judge k); distinct repeats are distinct requests")
     thinking: bool | None = Field(None, description="the chat template's enable_thinking; None: the backend's default")
+    tools: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="OpenAI `tools=` entries offered to the model (function calling)")
+
+
+class ToolCall(BaseModel):
+    """One function call of a reply, as the endpoint sent it (``arguments``: its JSON text)."""
+
+    name: str
+    arguments: str = ""
 
 
 class ChatReply(BaseModel):
@@ -60,6 +69,7 @@ class ChatReply(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
 
 
 @runtime_checkable
@@ -203,16 +213,22 @@ class OpenAIChatBackend:
             kwargs["response_format"] = fmt
         if request.thinking is not None:  # vLLM / SGLang / llama.cpp read it into the chat template
             kwargs["extra_body"] = {"chat_template_kwargs": {"enable_thinking": request.thinking}}
+        if request.tools:
+            kwargs["tools"] = request.tools
         resp = self._client.chat.completions.create(**kwargs)
         if not getattr(resp, "choices", None):
             raise JudgeTransportError("bad_reply", "no choices in the reply")
         choice = resp.choices[0]
         usage = getattr(resp, "usage", None)
+        calls = (getattr(choice.message, "tool_calls", None) or []) if choice.message is not None else []
         return ChatReply(
             text=(choice.message.content or "") if choice.message is not None else "",
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             finish_reason=choice.finish_reason,
+            tool_calls=[ToolCall(name=str(getattr(c.function, "name", "") or ""),
+                                 arguments=str(getattr(c.function, "arguments", "") or ""))
+                        for c in calls if getattr(c, "function", None) is not None],
         )
 
     def complete(self, request: ChatRequest) -> ChatReply:

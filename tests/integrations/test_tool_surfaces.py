@@ -111,3 +111,40 @@ def test_bad_tool_surfaces_are_refused():
     with pytest.raises(ValueError, match="tool_surface must be"):
         BenchmarkSpec(name="WordPickNoTools", facts_model=NoToolsWordFacts, binding_model=TaskBinding,
                       binder="m:f", tool_surface="not-a-reference")
+
+
+def test_a_function_calling_reply_becomes_the_env_response_it_stands_for():
+    from rubricgym.parsing import ACTION_GRAMMAR, parse_response
+    from rubricgym.tool_surface import response_from_tool_calls
+
+    act = [ACT_TOOL]
+    one = response_from_tool_calls(act, [("act", '{"command": "go to desk 1"}')], "", ACTION_GRAMMAR)
+    assert parse_response(one).action == "go to desk 1"
+    assert response_from_tool_calls(act, [], "just words", ACTION_GRAMMAR) == "just words"  # no act: unparsed
+    two = response_from_tool_calls(act, [("act", '{"command": "look"}'), ("act", '{"command": "inventory"}')], "",
+                                   ACTION_GRAMMAR)
+    assert not parse_response(two).ok and parse_response(two).error.value == "multiple_actions"
+    unknown = parse_response(response_from_tool_calls(act, [("fly", '{"to": "moon"}')], "", ACTION_GRAMMAR))
+    assert unknown.ok and json.loads(unknown.action) == {"name": "fly", "arguments": {"to": "moon"}}
+    broken = parse_response(response_from_tool_calls(act, [("act", "{not json")], "", ACTION_GRAMMAR))
+    assert json.loads(broken.action) == {"name": "act", "arguments": "{not json"}
+
+
+def test_tau_bench_replies_of_words_or_bad_calls_are_scored_by_the_env():
+    """Words without a call are words to the customer (respond); an unknown tool and arguments
+    that are not JSON are actions tau-bench classifies, never dropped."""
+    need("tau2", "pip install 'rubricgym[tau_bench]'")
+    from rubricgym.tool_surface import response_from_tool_calls
+
+    env = gym.make("TauBench-Retail-Rubric-v0", reward="none")
+    try:
+        grammar, tools = env.unwrapped.adapter.grammar, tool_surface("TauBench-Retail-Rubric-v0")
+        env.reset(seed=0)
+        _, _, _, _, info = env.step(response_from_tool_calls(tools, [], "Hello, how can I help?", grammar))
+        assert info["transition"].facts.call_kind == "message" and info["transition"].facts.accepted
+        _, _, _, _, info = env.step(response_from_tool_calls(tools, [("get_user_details", "{oops")], "", grammar))
+        assert not info["transition"].facts.accepted and "environment_failure" not in info
+        _, _, _, _, info = env.step(response_from_tool_calls(tools, [("delete_everything", "{}")], "", grammar))
+        assert info["transition"].facts.call_kind == "tool" and "environment_failure" not in info
+    finally:
+        env.close()
