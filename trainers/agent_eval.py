@@ -45,7 +45,7 @@ from rubricgym.prompts import EpisodeView, PromptSettings, build_messages
 from rubricgym.records import step_records
 from rubricgym.registration import check_env_id, task_ids
 from rubricgym.secret_refs import refuse_inline_secrets
-from rubricgym.trainers.run_files import append_run_line, refuse_links_outside, write_run_file
+from rubricgym.tool_surface import ToolSpec, response_from_tool_calls, tool_surface
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -70,10 +70,14 @@ class PolicySpec(BaseModel):
     max_tokens: int = Field(256, ge=1)
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0)
+    native_tools: bool = Field(False, description="offer the benchmark's tool surface as the endpoint's tools=")
 
     @model_validator(mode="after")
     def _complete(self) -> PolicySpec:
         refuse_inline_secrets(self.model_dump(), "policy")
+        if self.native_tools and self.kind != "endpoint":
+            raise ValueError("--native-tools sends the env's tools as an endpoint's function-calling tools=: it "
+                             "needs --policy endpoint")
         if self.kind == "endpoint" and not self.base_url:
             raise ValueError("policy 'endpoint' needs --base-url (an OpenAI-compatible endpoint, e.g. "
                              "http://127.0.0.1:8080/v1)")
@@ -105,6 +109,7 @@ class Reply(BaseModel):
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    tool_calls: list[tuple[str, str]] = Field(default_factory=list, description="(name, arguments JSON) per call")
 
 
 class PolicyError(RuntimeError):
@@ -114,9 +119,10 @@ class PolicyError(RuntimeError):
 ChatPolicy = Callable[[list[dict[str, str]], str, str], Reply]
 
 
-def build_policy(spec: PolicySpec) -> ChatPolicy:
+def build_policy(spec: PolicySpec, tools: Sequence[ToolSpec] = ()) -> ChatPolicy:
     """The policy as a function of (messages, env id, task id). Endpoint and local models go
-    through the judge's chat backends: one implementation of bounded, retried calls."""
+    through the judge's chat backends: one implementation of bounded, retried calls. ``tools``
+    (``--native-tools``) are offered to the endpoint as its function-calling ``tools=``."""
     if spec.kind == "callable":
         module_name, _, name = str(spec.callable).partition(":")
         function = getattr(importlib.import_module(module_name), name)  # the user named it on the command line
@@ -143,12 +149,14 @@ def build_policy(spec: PolicySpec) -> ChatPolicy:
 
     def call_model(messages: list[dict[str, str]], env_id: str, task_id: str) -> Reply:
         request = ChatRequest(phase="policy", messages=messages, schema_name="policy", json_schema={},
-                              max_tokens=spec.max_tokens, temperature=spec.temperature)
+                              max_tokens=spec.max_tokens, temperature=spec.temperature,
+                              tools=[t.openai_schema() for t in tools])
         try:
             reply = backend.complete(request)
         except Exception as exc:  # classified transport failures, a local model's errors
             raise PolicyError(f"{type(exc).__name__}: {exc}") from exc
-        return Reply(text=reply.text, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+        return Reply(text=reply.text, prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+                     tool_calls=[(c.name, c.arguments) for c in reply.tool_calls])
 
     return call_model
 
@@ -187,8 +195,11 @@ def trained_adapter(run_dir: Path) -> tuple[Any, Any, str]:
     return model, tokenizer, f"adapter:{run_dir.name}@{loaded.state.iteration}"
 
 
-def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample: int, seed: int) -> dict[str, Any]:
-    """One episode; its record (never raises for what the policy or the env did)."""
+def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample: int, seed: int,
+                 tools: Sequence[ToolSpec] = ()) -> dict[str, Any]:
+    """One episode; its record (never raises for what the policy or the env did). With
+    ``tools`` (``--native-tools``) a reply's function calls become the env response they stand
+    for (``response_from_tool_calls``); the step record keeps the calls as sent."""
     settings = PromptSettings(style="chat")
     obs, info = env.reset(seed=seed, options={"task_id": task_id})
     view = EpisodeView.start(env, obs, info)
@@ -207,13 +218,15 @@ def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample
             break
         tokens[0] += reply.prompt_tokens
         tokens[1] += reply.completion_tokens
-        obs, reward, terminated, truncated, info = env.step(reply.text)
+        response = response_from_tool_calls(tools, reply.tool_calls, reply.text, view.grammar) if tools else reply.text
+        obs, reward, terminated, truncated, info = env.step(response)
         records = step_records(info)
-        steps.append({"response": reply.text, "reward": float(reward), "env_reward": float(info["transition"].env_reward),
+        steps.append({"response": response, **({"tool_calls": [list(c) for c in reply.tool_calls]} if tools else {}),
+                      "reward": float(reward), "env_reward": float(info["transition"].env_reward),
                       "rubric": {name: record for name, record in (info.get("rubric") or {}).items()},
                       "trca_reward": (records.trca().r_TRCA if records.trca() is not None else None),
                       "accepted": bool(info["transition"].facts.accepted)})
-        view.record(reply.text, obs, info)
+        view.record(response, obs, info)
         if info.get("environment_failure"):
             outcome, error = "env_error", str(info.get("error"))
             break
@@ -238,8 +251,11 @@ def _start_worker(settings: EvalSettings) -> None:
     import gymnasium as gym  # lazy CLI: imported in the worker process that plays
 
     kwargs = {**settings.env_kwargs, **({"max_steps": settings.max_steps} if settings.max_steps else {})}
+    _WORKER["tools"] = []
     for name, build, outcome in (("env", lambda: gym.make(settings.env_id, **kwargs), "env_error"),
-                                 ("policy", lambda: build_policy(settings.policy), "policy_error")):
+                                 ("tools", lambda: tool_surface(settings.env_id, **settings.env_kwargs)
+                                  if settings.policy.native_tools else [], "policy_error"),
+                                 ("policy", lambda: build_policy(settings.policy, _WORKER["tools"]), "policy_error")):
         try:
             _WORKER[name] = build()
         except Exception as exc:  # noqa: BLE001 - reported in every episode record, never a dead pool
@@ -253,7 +269,7 @@ def _worker_episode(env_id: str, task_id: str, sample: int, seed: int) -> dict[s
         return {"env_id": env_id, "task_id": task_id, "sample": sample, "seed": seed, "outcome": outcome,
                 "success": False, "score": None, "steps": 0, "return": 0.0, "env_return": 0.0, "prompt_tokens": 0,
                 "completion_tokens": 0, "error": error, "step_records": [], "transcript": []}
-    return play_episode(_WORKER["env"], _WORKER["policy"], env_id, task_id, sample, seed)
+    return play_episode(_WORKER["env"], _WORKER["policy"], env_id, task_id, sample, seed, _WORKER["tools"])
 
 
 def done_pairs(path: Path) -> set[tuple[str, int]]:
@@ -291,6 +307,10 @@ def summarize(records: Sequence[dict[str, Any]], settings: EvalSettings) -> dict
 
 
 def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
+    # lazy: run_files loads the trainer's checkpoint code (torch, peft); the spawned workers
+    # import this module for their episodes and need none of it
+    from rubricgym.trainers.run_files import append_run_line, refuse_links_outside, write_run_file
+
     out = Path(settings.out)
     if out.exists():
         refuse_links_outside(out)
@@ -371,6 +391,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--callable", help="policy 'callable': module:function")
     parser.add_argument("--local-model", default="smollm2", help="policy 'local': smollm2, tiny or a model folder")
     parser.add_argument("--adapter", help="policy 'adapter': a training run folder (weights only, pickle-free)")
+    parser.add_argument("--native-tools", action="store_true", help="policy 'endpoint': offer the benchmark's tools "
+                        "(tau-bench: its domain's tools and respond) as function-calling tools=")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--max-tokens", type=int, default=256, help="response tokens per turn")
     parser.add_argument("--max-steps", type=int, help="steps per episode (default: the env's)")
@@ -399,8 +421,10 @@ def run(args: argparse.Namespace) -> int:
             price_completion_per_mtok=args.price_completion,
             policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
                               api_key_file=args.api_key_file, callable=args.callable, local_model=args.local_model,
-                              adapter=args.adapter,
+                              adapter=args.adapter, native_tools=args.native_tools,
                               temperature=args.temperature, max_tokens=args.max_tokens))
+        if settings.policy.native_tools:
+            tool_surface(env_id, **env_kwargs)  # a benchmark without a tool surface is refused here
         if settings.policy.kind == "adapter":
             intact_checkpoint(Path(str(settings.policy.adapter)))  # refused here, not in every worker
     except (ValueError, LookupError) as exc:  # bad settings, an unknown env id (with the nearest ids)

@@ -65,6 +65,7 @@ class ScriptedJudgeServer:
         self.plan: list[str] = []  # per-request modes consumed first, then ``mode``
         self.reply_text = ""  # the content of every "text" mode reply
         self.answer: Callable[[dict[str, Any]], str] = scripted_answer  # the reply of "ok" requests
+        self.messages: list[dict[str, Any]] = []  # "message" mode: assistant messages sent in turn
         self.in_flight = 0
         self.peak_in_flight = 0
         self.bytes_flooded: list[int] = []  # per flooding reply: bytes written before the client hung up
@@ -145,7 +146,12 @@ class ScriptedJudgeServer:
                     return self._send(200, b"<html>not json</html>", ctype="text/html")
                 if mode in ("huge_declared", "huge_streamed"):  # a body far past any sane reply
                     return self._flood(declared=mode == "huge_declared")
-                if mode == "text":  # a fixed (hostile) reply, e.g. deeply nested JSON
+                message: dict[str, Any] = {}
+                if mode == "message":  # the next scripted assistant message (function calls included)
+                    with server._lock:
+                        message = server.messages.pop(0) if server.messages else {"content": server.reply_text}
+                    text = message.get("content") or ""
+                elif mode == "text":  # a fixed (hostile) reply, e.g. deeply nested JSON
                     text = server.reply_text
                 else:
                     text = "this is {not json" if mode == "malformed" else server.answer(body)
@@ -158,7 +164,8 @@ class ScriptedJudgeServer:
                     "object": "chat.completion",
                     "created": 0,
                     "model": body.get("model", "scripted"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                    "choices": [{"index": 0, "message": {"role": "assistant", **message, "content": text},
+                                 "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
                     "usage": {
                         "prompt_tokens": prompt_chars // 4,
                         "completion_tokens": len(text) // 4,
