@@ -40,12 +40,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tqdm.auto import tqdm
 
+from rubricgym.credit.draco import DracoVariant
 from rubricgym.jsonl import iter_json_lines
+from rubricgym.judges.config import JudgeSettings
 from rubricgym.prompts import EpisodeView, PromptSettings, build_messages
 from rubricgym.records import step_records
 from rubricgym.registration import check_env_id, task_ids
 from rubricgym.secret_refs import refuse_inline_secrets
 from rubricgym.tool_surface import ToolSpec, response_from_tool_calls, tool_surface
+from rubricgym.trainers.eval_judge import JUDGE_FILE, EvalJudge, judge_episodes
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -103,6 +106,13 @@ class EvalSettings(BaseModel):
     price_prompt_per_mtok: float = Field(0.0, ge=0)
     price_completion_per_mtok: float = Field(0.0, ge=0)
     policy: PolicySpec
+    judge: EvalJudge | None = Field(None, description="--judge: DRACO verdicts, the K samples of a task one group")
+
+    @model_validator(mode="after")
+    def _groups(self) -> EvalSettings:
+        if self.judge is not None and self.samples < 2:
+            raise ValueError("--judge scores the K samples of a task as one group: it needs --samples 2 or more")
+        return self
 
 
 class Reply(BaseModel):
@@ -234,12 +244,13 @@ def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample
             success = info["outcome"].success if "outcome" in info else None
             outcome = "success" if success else ("truncated" if truncated and not terminated else "failure")
             break
-    result = env.unwrapped.trajectory.outcome
+    trajectory = env.unwrapped.trajectory
+    result = trajectory.outcome
     return {"env_id": env_id, "task_id": task_id, "sample": sample, "seed": seed, "outcome": outcome,
             "success": outcome == "success", "score": result.score, "steps": len(steps),
             "return": sum(s["reward"] for s in steps), "env_return": sum(s["env_reward"] for s in steps),
             "prompt_tokens": tokens[0], "completion_tokens": tokens[1], "error": error,
-            "step_records": steps, "transcript": transcript}
+            "step_records": steps, "transcript": transcript, "trajectory": json.loads(trajectory.to_json_line())}
 
 
 _WORKER: dict[str, Any] = {}
@@ -339,6 +350,11 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
                         progress(record, finished, len(jobs))
     records = [r for _, r in iter_json_lines(episodes, what="an episode record")] if episodes.exists() else []
     summary = summarize(records, settings)
+    if settings.judge is not None:  # after every episode is in: a task's K samples are one group
+        judged = judge_episodes(records, settings.judge, settings.env_id)
+        write_run_file(out / JUDGE_FILE, "".join(json.dumps(line, default=str) + "\n" for line in judged.lines))
+        summary["draco"] = judged.summary(settings.judge.variant)
+        summary["draco"]["per_episode"] = judged.scores
     write_run_file(out / SUMMARY_FILE, json.dumps(summary, indent=2, default=str))
     return summary
 
@@ -401,6 +417,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue OUT/episodes.jsonl")
     parser.add_argument("--price-prompt", type=float, default=0.0, help="USD per 1M prompt tokens")
     parser.add_argument("--price-completion", type=float, default=0.0, help="USD per 1M completion tokens")
+    judge = parser.add_argument_group("--judge: DRACO verdicts on the episodes (the K samples of a task are one group)")
+    judge.add_argument("--judge", action="store_true", help="score every task's samples with a DRACO judge")
+    judge.add_argument("--judge-base-url", help="the judge's OpenAI-compatible endpoint")
+    judge.add_argument("--judge-model", default="gpt-4o-mini", help="the judge model name sent")
+    judge.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="variable holding the judge's key")
+    judge.add_argument("--judge-api-key-file", help="file whose first line is the judge's key")
+    judge.add_argument("--judge-variant", default=DracoVariant.DYNAMIC_CREDIT.value,
+                       help=f"one of {[v.value for v in DracoVariant]}")
+    judge.add_argument("--judge-rubric", help="static rubric file (default: the benchmark's packaged one)")
+    judge.add_argument("--judge-response-format", choices=("json_schema", "json_object_schema", "json_object", "none"),
+                       default="json_schema", help="how the judge endpoint is asked for JSON")
+
+
+def eval_judge(args: argparse.Namespace) -> EvalJudge | None:
+    """The ``--judge*`` options as the judge's settings (None without ``--judge``)."""
+    if not args.judge:
+        return None
+    if not args.judge_base_url:
+        raise ValueError("--judge needs --judge-base-url (an OpenAI-compatible endpoint)")
+    DracoVariant.parse(args.judge_variant)  # an unknown variant is refused before any episode
+    settings = JudgeSettings(base_url=args.judge_base_url, model=args.judge_model, api_key_env=args.judge_api_key_env,
+                             api_key_file=args.judge_api_key_file, response_format=args.judge_response_format)
+    return EvalJudge(settings=settings, variant=args.judge_variant, rubric=args.judge_rubric)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -422,7 +461,8 @@ def run(args: argparse.Namespace) -> int:
             policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
                               api_key_file=args.api_key_file, callable=args.callable, local_model=args.local_model,
                               adapter=args.adapter, native_tools=args.native_tools,
-                              temperature=args.temperature, max_tokens=args.max_tokens))
+                              temperature=args.temperature, max_tokens=args.max_tokens),
+            judge=eval_judge(args))
         if settings.policy.native_tools:
             tool_surface(env_id, **env_kwargs)  # a benchmark without a tool surface is refused here
         if settings.policy.kind == "adapter":

@@ -31,3 +31,14 @@ def expert(messages, env_id, task_id):
 
 def broken(messages):
     raise RuntimeError("this agent always fails")
+
+
+_EPISODES = [0]  # episodes this worker process has started (one at a time: --concurrency 1)
+
+
+def expert_then_junk(messages, env_id, task_id):
+    """Even episodes of this worker play the expert plan, odd ones answer junk: two samples of
+    one task that a judge can tell apart."""
+    if not any(m["role"] == "assistant" for m in messages):
+        _EPISODES[0] += 1
+    return expert(messages, env_id, task_id) if _EPISODES[0] % 2 else "junk junk junk"
