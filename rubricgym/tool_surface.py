@@ -35,9 +35,9 @@ class ToolSpec(BaseModel):
     """One tool: its OpenAI-style function schema, and how a call renders as the env's action.
 
     ``content="argument"``: the action's text is the value of the string parameter
-    ``argument`` (``act(command)``, AppWorld's ``execute(code)``, tau-bench's
-    ``respond(message)``). ``content="json_call"``: the action is the call itself as
-    ``{"name": ..., "arguments": {...}}`` (tau-bench's domain tools). ``kind`` names the
+    ``argument`` (``act(command)``, a code tool's ``execute(code)``, a ``respond(message)``
+    to a user simulator). ``content="json_call"``: the action is the call itself as
+    ``{"name": ..., "arguments": {...}}`` (a benchmark whose actions are JSON tool calls). ``kind`` names the
     grammar's action tag (``None``: its first).
     """
 
@@ -119,7 +119,7 @@ def response_from_tool_calls(tools: Sequence[ToolSpec], calls: Sequence[tuple[st
     Several calls: one action block each, which the env scores as several actions. A call
     the surface lacks, or arguments that are not a JSON object, goes to the env as the call's
     JSON, which the env scores as the action it cannot run (never dropped). No call: the text, as the ``plain_text`` tool's
-    call when the surface has one (tau-bench: words to the customer), else as it came."""
+    call when the surface has one (e.g. words to a simulated user), else as it came."""
     by_name = {t.name: t for t in tools}
     if not calls:
         talker = next((t for t in tools if t.plain_text), None)

@@ -407,8 +407,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--callable", help="policy 'callable': module:function")
     parser.add_argument("--local-model", default="smollm2", help="policy 'local': smollm2, tiny or a model folder")
     parser.add_argument("--adapter", help="policy 'adapter': a training run folder (weights only, pickle-free)")
-    parser.add_argument("--native-tools", action="store_true", help="policy 'endpoint': offer the benchmark's tools "
-                        "(tau-bench: its domain's tools and respond) as function-calling tools=")
+    parser.add_argument("--native-tools", action="store_true", help="policy 'endpoint': offer the benchmark's tool "
+                        "surface (rubricgym.tool_surface) as function-calling tools=")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--max-tokens", type=int, default=256, help="response tokens per turn")
     parser.add_argument("--max-steps", type=int, help="steps per episode (default: the env's)")
