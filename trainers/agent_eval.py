@@ -48,6 +48,7 @@ from rubricgym.records import step_records
 from rubricgym.registration import check_env_id, task_ids
 from rubricgym.secret_refs import refuse_inline_secrets
 from rubricgym.tool_surface import ToolSpec, response_from_tool_calls, tool_surface
+from rubricgym.trainers.statistics import mcnemar_exact, pass_at_k, pass_hat_k, wilson_interval
 from rubricgym.trainers.eval_judge import JUDGE_FILE, EvalJudge, judge_episodes
 
 EPISODES_FILE = "episodes.jsonl"
@@ -235,6 +236,7 @@ def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample
                       "reward": float(reward), "env_reward": float(info["transition"].env_reward),
                       "rubric": {name: record for name, record in (info.get("rubric") or {}).items()},
                       "trca_reward": (records.trca().r_TRCA if records.trca() is not None else None),
+                      "parsed": bool(info["transition"].action.ok),
                       "accepted": bool(info["transition"].facts.accepted)})
         view.record(response, obs, info)
         if info.get("environment_failure"):
@@ -289,13 +291,32 @@ def done_pairs(path: Path) -> set[tuple[str, int]]:
     return {(str(r["task_id"]), int(r["sample"])) for _, r in iter_json_lines(path, what="an episode record")}
 
 
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def _over_tasks(by_task: dict[str, list[dict[str, Any]]], k: int, estimate: Callable[[int, int, int], float]) -> float:
+    """pass@k or pass^k averaged over the tasks with at least k counted samples."""
+    values = [estimate(len(rs), sum(r["success"] for r in rs), k) for rs in by_task.values() if len(rs) >= k]
+    return _mean(values)
+
+
 def summarize(records: Sequence[dict[str, Any]], settings: EvalSettings) -> dict[str, Any]:
-    """Success rates (overall, per task, pass@k), returns, tokens, cost, and per step index the
-    mean reward the rubric paid (positive) or charged (negative)."""
+    """Success with its Wilson 95% interval, pass@k (unbiased) and pass^k for every k up to K,
+    returns (env and TRCA), the parsed-action rate, steps, tokens, cost, outcomes by label, a
+    per-task table, and per step index the mean reward the rubric paid (positive) or charged
+    (negative). Env failures are left out of every rate (they are the engine's, not the
+    policy's); policy failures count as failures."""
     counted = [r for r in records if r["outcome"] != "env_error"]
     by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in counted:
         by_task[r["task_id"]].append(r)
+    wins = sum(bool(r["success"]) for r in counted)
+    ci = wilson_interval(wins, len(counted)) if counted else (math.nan, math.nan)
+    steps = [s for r in counted for s in r["step_records"]]
+    trca = [sum(s["trca_reward"] for s in r["step_records"]) for r in counted
+            if r["step_records"] and all(s.get("trca_reward") is not None for s in r["step_records"])]
+    most = max((len(rs) for rs in by_task.values()), default=0)
     by_step: dict[int, list[float]] = defaultdict(list)
     for r in counted:
         for t, step in enumerate(r["step_records"]):
@@ -307,7 +328,20 @@ def summarize(records: Sequence[dict[str, Any]], settings: EvalSettings) -> dict
         "episodes": len(records), "counted": len(counted),
         "outcomes": {k: sum(1 for r in records if r["outcome"] == k) for k in
                      ("success", "failure", "truncated", "policy_error", "env_error")},
-        "success_rate": sum(r["success"] for r in counted) / len(counted) if counted else math.nan,
+        "success_rate": wins / len(counted) if counted else math.nan,
+        "success_ci95": list(ci),
+        "pass_at": {str(k): _over_tasks(by_task, k, pass_at_k) for k in range(1, most + 1)},
+        "pass_hat": {str(k): _over_tasks(by_task, k, pass_hat_k) for k in range(1, most + 1)},
+        "env_return_mean": _mean([r["env_return"] for r in counted]),
+        "trca_reward_mean": _mean(trca),
+        "action_parsed_rate": _mean([float(s.get("parsed", s["accepted"])) for s in steps]),
+        "steps_mean": _mean([r["steps"] for r in counted]),
+        "per_task": {t: {"episodes": len(rs), "successes": sum(bool(r["success"]) for r in rs),
+                         "success_rate": _mean([float(r["success"]) for r in rs]),
+                         "env_return_mean": _mean([r["env_return"] for r in rs]),
+                         "steps_mean": _mean([r["steps"] for r in rs])} for t, rs in sorted(by_task.items())},
+        "errors_by_outcome": {k: sorted({str(r["error"])[:200] for r in records if r["outcome"] == k and r["error"]})
+                              for k in ("policy_error", "env_error")},
         "pass_at_k": sum(any(r["success"] for r in rs) for rs in by_task.values()) / len(by_task) if by_task else math.nan,
         "per_task_success": {t: sum(r["success"] for r in rs) / len(rs) for t, rs in sorted(by_task.items())},
         "mean_return": sum(r["return"] for r in counted) / len(counted) if counted else math.nan,
@@ -390,7 +424,9 @@ class EvalProgress:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", dest="env_id", required=True, help="a registered env id")
+    parser.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"), help="compare two finished evals: "
+                        "per-task differences and an exact McNemar test on their shared (task, sample) pairs")
+    parser.add_argument("--env", dest="env_id", help="a registered env id")
     parser.add_argument("--env-kwargs", default="{}", help="JSON object of gym.make keyword arguments (e.g. a served "
                         "env: --env rubricgym/Remote-v0 --env-kwargs '{\"url\": \"http://127.0.0.1:8000\"}')")
     which = parser.add_mutually_exclusive_group()
@@ -399,7 +435,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=("train", "eval"), default="train", help="which tasks --n draws from")
     parser.add_argument("--samples", type=int, default=1, help="episodes per task (pass@k over them)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--policy", choices=("endpoint", "local", "callable", "adapter"), required=True)
+    parser.add_argument("--policy", choices=("endpoint", "local", "callable", "adapter"))
     parser.add_argument("--base-url", help="policy 'endpoint': OpenAI-compatible endpoint")
     parser.add_argument("--model", default="gpt-4o-mini", help="policy 'endpoint': the model name sent")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the endpoint's key")
@@ -442,7 +478,53 @@ def eval_judge(args: argparse.Namespace) -> EvalJudge | None:
     return EvalJudge(settings=settings, variant=args.judge_variant, rubric=args.judge_rubric)
 
 
+def compare_runs(a_dir: Path, b_dir: Path) -> dict[str, Any]:
+    """Two evals' episodes on their shared (task, sample) pairs: success of each, per-task
+    differences, and the exact McNemar test on the discordant pairs (env failures left out)."""
+    runs = []
+    for folder in (a_dir, b_dir):
+        path = Path(folder) / EPISODES_FILE
+        if not path.is_file():
+            raise ValueError(f"--compare: {path} does not exist (a finished rubricgym eval's folder is needed)")
+        runs.append({(str(r["task_id"]), int(r["sample"])): r for _, r in iter_json_lines(path, what="an episode record")
+                     if r["outcome"] != "env_error"})
+    shared = sorted(set(runs[0]) & set(runs[1]))
+    if not shared:
+        raise ValueError("--compare: the two evals share no (task, sample) pair without an env failure")
+    a_wins = [bool(runs[0][p]["success"]) for p in shared]
+    b_wins = [bool(runs[1][p]["success"]) for p in shared]
+    only_a = sum(a and not b for a, b in zip(a_wins, b_wins, strict=True))
+    only_b = sum(b and not a for a, b in zip(a_wins, b_wins, strict=True))
+    per_task: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for pair, a, b in zip(shared, a_wins, b_wins, strict=True):
+        per_task[pair[0]].append((a, b))
+    return {"a": str(a_dir), "b": str(b_dir), "pairs": len(shared), "success_a": _mean([float(x) for x in a_wins]),
+            "success_b": _mean([float(x) for x in b_wins]), "only_a": only_a, "only_b": only_b,
+            "mcnemar_p": mcnemar_exact(only_a, only_b),
+            "per_task": {t: {"pairs": len(v), "success_a": _mean([float(a) for a, _ in v]),
+                             "success_b": _mean([float(b) for _, b in v]),
+                             "difference": _mean([float(b) - float(a) for a, b in v])} for t, v in sorted(per_task.items())}}
+
+
+def print_comparison(result: dict[str, Any]) -> None:
+    print(f"{'task':40s} {'pairs':>5s} {'A':>6s} {'B':>6s} {'B-A':>6s}")
+    for task, row in result["per_task"].items():
+        print(f"{task[:40]:40s} {row['pairs']:5d} {row['success_a']:6.2f} {row['success_b']:6.2f} {row['difference']:+6.2f}")
+    print(f"{result['pairs']} shared pairs: success A {result['success_a']:.3f}, B {result['success_b']:.3f}; "
+          f"only A {result['only_a']}, only B {result['only_b']}; exact McNemar p = {result['mcnemar_p']:.4g}")
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.compare:
+        try:
+            print_comparison(compare_runs(Path(args.compare[0]), Path(args.compare[1])))
+        except (OSError, ValueError, KeyError) as exc:  # folders and records are untrusted input
+            print(f"rubricgym eval: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    if not args.env_id or not args.policy:
+        print("rubricgym eval: --env and --policy are required (or --compare DIR_A DIR_B)", file=sys.stderr)
+        return 2
     try:
         env_id = check_env_id(args.env_id)
         env_kwargs = json.loads(args.env_kwargs)

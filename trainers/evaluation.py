@@ -9,7 +9,6 @@ module. All games advance together: one generate call per turn over the active e
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,31 +26,13 @@ from rubricgym.trainers.parallel.base import GenerateLockstep
 from rubricgym.trainers.generation import HFGenerator
 from rubricgym.trainers.rollout import Rollout, RolloutCollector, StepSample, available_tasks, make_env_factory
 from rubricgym.trainers.run_files import write_run_file
+from rubricgym.trainers.statistics import Z95, wilson_interval  # noqa: F401  (Z95: re-exported)
 from rubricgym.trainers.update import collate, response_logprobs
 
 log = logging.getLogger(__name__)
 
-Z95 = 1.959963984540054
-"""The standard normal quantile of 0.975: a two-sided 95% interval."""
-
 RESULT_KEYS = ("episodes", "successes", "success_rate", "success_ci95_low", "success_ci95_high",
                "trca_reward_mean", "return_mean", "action_parsed_rate", "steps_mean", "time_s")
-
-
-def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion: unlike the normal approximation it
-    stays inside [0, 1] and is not empty at 0 or n successes (small eval sets)."""
-    if trials <= 0:
-        raise ValueError(f"a success interval needs at least one trial, got {trials}")
-    if not 0 <= successes <= trials:
-        raise ValueError(f"successes must be in [0, {trials}], got {successes}")
-    p = successes / trials
-    z2n = z * z / trials
-    center = (p + z2n / 2) / (1 + z2n)
-    half = z / (1 + z2n) * math.sqrt(p * (1 - p) / trials + z2n / (4 * trials))
-    low = 0.0 if successes == 0 else max(0.0, center - half)
-    high = 1.0 if successes == trials else min(1.0, center + half)
-    return low, high
 
 
 def distinct_group_share(groups: Sequence[Sequence[Rollout]]) -> float:

@@ -11,6 +11,7 @@ PUBLIC = [
     "rubricgym", "rubricgym.jsonl", "rubricgym.contract", "rubricgym.parsing", "rubricgym.records",
     "rubricgym.rewards", "rubricgym.credit.grpo", "rubricgym.credit.trca", "rubricgym.credit.estimators",
     "rubricgym.credit.placement", "rubricgym.prompts", "rubricgym.vector", "rubricgym.env_factories", "rubricgym.yaml_files",
+    "rubricgym.trainers.statistics",
 ]
 
 
