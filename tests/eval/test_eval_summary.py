@@ -65,3 +65,23 @@ def test_compare_runs_mcnemar_on_the_shared_pairs(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["eval", "--env", "ALFWorld-Rubric-v0"]) == 2
     assert "--policy are required" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_concurrency_4_and_1_give_the_same_episodes(tmp_path):
+    """A deterministic policy (the expert plan, as module:function) on 4 tasks: 4 worker
+    processes and 1 write the same records (only their order in the file may differ)."""
+    from requirements_guard import need
+
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
+    runs = {}
+    for concurrency in (1, 4):
+        out = tmp_path / f"c{concurrency}"
+        assert main(["eval", "--env", "ALFWorld-Rubric-Eval-v0", "--n", "4", "--max-steps", "2", "--policy",
+                     "callable", "--callable", "eval_agents:expert", "--concurrency", str(concurrency),
+                     "--out", str(out)]) == 0
+        records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+        runs[concurrency] = sorted(records, key=lambda r: (r["task_id"], r["sample"]))
+    assert len(runs[1]) == 4 and runs[1] == runs[4]
+    assert {r["outcome"] for r in runs[1]} == {"truncated"} and all(r["steps"] == 2 for r in runs[1])
+    assert len({r["task_id"] for r in runs[1]}) == 4 and all(s["accepted"] for r in runs[1] for s in r["step_records"])
