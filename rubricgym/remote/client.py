@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+
+import rubricgym.remote.openenv_core  # noqa: F401  (first: OpenEnv loads without its Gradio playground)
 from openenv.core import EnvClient, State
 from openenv.core.client_types import StepResult
 from websockets.exceptions import WebSocketException

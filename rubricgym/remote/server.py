@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import uvicorn
+
+import rubricgym.remote.openenv_core  # noqa: F401  (first: OpenEnv loads without its Gradio playground)
 from openenv.core import Environment, State, create_app
 from openenv.core.env_server.types import EnvironmentMetadata, WSErrorResponse
 from pydantic import ValidationError

@@ -23,7 +23,7 @@ from rubricgym.contract import Trajectory
 from rubricgym.json_worker import JsonWorker, WorkerDied, close_each, serve_json
 from rubricgym.parsing import TagGrammar
 from rubricgym.registration import check_env_id, discover
-from rubricgym.remote.wire import info_to_json
+from rubricgym.remote.info_json import info_to_json  # not .wire: a worker never loads OpenEnv
 
 log = logging.getLogger(__name__)
 

@@ -4,21 +4,22 @@ and observation models, the handshake, and the JSON form of a step's ``info``.
 The observation's ``metadata`` carries everything an in-process step's ``info`` holds (the
 transition with its typed facts, ``info["rubric"]``, the outcome and trajectory at the end),
 so a client rebuilds the same ``info``; models are named by reference and rebuilt only from
-this process's registry (nothing on the wire chooses code to import).
+this process's registry (nothing on the wire chooses code to import). The JSON form of ``info``
+lives in ``rubricgym.remote.info_json`` (no OpenEnv: the session workers use it) and is
+re-exported here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
-from collections.abc import Mapping
 from typing import Any, Literal
 
+import rubricgym.remote.openenv_core  # noqa: F401  (first: OpenEnv loads without its Gradio playground)
 from openenv.core import Action, Observation
 from pydantic import BaseModel, ConfigDict, Field
 
-from rubricgym.contract import Outcome, Trajectory, Transition, model_ref, registered_model
+from rubricgym.remote.info_json import CONTRACT_MODELS, info_from_json, info_to_json  # noqa: F401  (the info's JSON form, re-exported)
 
 __all__ = [
     "PROTOCOL", "Handshake", "HandshakeRefused", "ResetArgs", "RubricAction", "RubricObservation", "WireMeta",
@@ -27,7 +28,6 @@ __all__ = [
 
 PROTOCOL = "rubricgym-remote/1"
 MAX_ACTION_CHARS = 1 << 20
-CONTRACT_MODELS: dict[str, type[BaseModel]] = {model_ref(m): m for m in (Transition, Trajectory, Outcome)}
 
 
 class HandshakeRefused(ValueError):
@@ -103,39 +103,3 @@ def check_handshake(handshake: Handshake, env_id: str) -> None:
                                f"server schema {schema_digest()} (upgrade one side)")
     if handshake.env_id is not None and handshake.env_id != env_id:
         raise HandshakeRefused(f"handshake refused: client asked for {handshake.env_id!r}, this server serves {env_id!r}")
-
-
-def _plain(value: Any) -> Any:
-    """JSON-safe copy: models dumped, numpy scalars as numbers, tuples/sets as lists; anything
-    else as its repr (an adapter's odd info value must not break the session)."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    item = getattr(value, "item", None)
-    if callable(item):
-        return _plain(item())
-    return repr(value)
-
-
-def info_to_json(info: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """``info`` as JSON, and the model reference of each top-level value that was a model."""
-    models = {str(k): model_ref(type(v)) for k, v in info.items() if isinstance(v, BaseModel)}
-    return {str(k): _plain(v) for k, v in info.items()}, models
-
-
-def info_from_json(info: Mapping[str, Any], models: Mapping[str, str]) -> dict[str, Any]:
-    """The ``info`` an in-process step gives: each named model rebuilt from the contract or a
-    registered benchmark's models (typed facts included); an unknown reference stays JSON."""
-    out = dict(info)
-    for key, ref in models.items():
-        model = CONTRACT_MODELS.get(ref) or registered_model(ref)
-        if model is not None and isinstance(out.get(key), Mapping):
-            out[key] = model.model_validate(out[key])
-    return out

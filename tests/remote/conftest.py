@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,52 @@ def _wait_healthy(served: Served, deadline: float) -> None:
 
 @pytest.fixture(autouse=True)
 def _openenv_installed() -> None:
-    need("openenv.core", "pip install 'rubricgym[openenv]'")
+    need("rubricgym.remote.openenv_core", "pip install 'rubricgym[openenv]'")  # openenv.core, as rubricgym loads it
+
+
+# The served ALFWorld that tests only playing episodes on share (the module's tests that start
+# the same server with the same options): each episode starts with a reset (task and seed
+# given), and each test closes the sessions it opened. Their xdist group keeps them on one
+# worker, so the server starts once. Tests that kill, hang or reconfigure a server start their own.
+SERVED_ALFWORLD = pytest.mark.xdist_group("served-alfworld")
+SERVED_ALFWORLD_MAX_STEPS = 6  # the parity test's budget (it truncates an episode there)
+
+
+@pytest.fixture(scope="session")
+def _served_alfworld() -> Iterator[list[Served]]:
+    holder: list[Served] = []
+    yield holder
+    for served in holder:
+        served.stop()
+
+
+@pytest.fixture
+def alfworld_server(_served_alfworld: list[Served]) -> Served:
+    """``rubricgym serve-env ALFWorld-Rubric-v0`` on the bundled games, ``--max-steps 6
+    --max-sessions 2 --workers 1``, started once and shared; started afresh if it has died."""
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
+    from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT
+
+    if not _served_alfworld or _served_alfworld[-1].proc.poll() is not None:
+        _served_alfworld.append(start_server(
+            "ALFWorld-Rubric-v0", "--max-steps", str(SERVED_ALFWORLD_MAX_STEPS), "--max-sessions", "2",
+            "--workers", "1", kwargs={"data_path": str(BUNDLED_ROOT)}))
+    return _served_alfworld[-1]
+
+
+@pytest.fixture
+def closing() -> Iterator[Callable[[Any], Any]]:
+    """``closing(remote_env)``: closed after the test even when it fails, so a shared server's
+    session is given back (closing one twice is harmless)."""
+    opened: list[Any] = []
+
+    def _closing(env: Any) -> Any:
+        opened.append(env)
+        return env
+
+    yield _closing
+    for env in opened:
+        env.close()
 
 
 @pytest.fixture

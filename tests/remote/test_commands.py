@@ -5,6 +5,7 @@ exactly as it plays the in-process env."""
 from __future__ import annotations
 
 import pytest
+from remote.conftest import SERVED_ALFWORLD, SERVED_ALFWORLD_MAX_STEPS
 from requirements_guard import need
 
 import rubricgym  # noqa: F401  (registers the env ids)
@@ -23,15 +24,16 @@ def _play(cls, plan: list[str]) -> tuple[list[str], list[dict], float]:
     return texts, records, reward
 
 
-def test_trl_environment_factory_plays_a_served_env_like_the_local_one(serve):
-    need("alfworld", "pip install 'rubricgym[alfworld]'")
+@SERVED_ALFWORLD
+def test_trl_environment_factory_plays_a_served_env_like_the_local_one(alfworld_server):
     import gymnasium as gym
 
     from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT
     from rubricgym.integrations.trl_tools import rubricgym_environment
 
-    kwargs = {"data_path": str(BUNDLED_ROOT)}
-    server = serve("ALFWorld-Rubric-v0", "--max-sessions", "2", "--workers", "1", kwargs=kwargs)
+    # the shared server's options: the bundled games, a budget of 6 steps (the plan takes 3)
+    kwargs = {"data_path": str(BUNDLED_ROOT), "max_steps": SERVED_ALFWORLD_MAX_STEPS}
+    server = alfworld_server
     probe = gym.make("ALFWorld-Rubric-v0", reward="none", **kwargs)
     probe.reset(seed=0, options={"task_id": TASK})
     plan = probe.unwrapped.adapter.expert_plan()
@@ -44,17 +46,15 @@ def test_trl_environment_factory_plays_a_served_env_like_the_local_one(serve):
     assert there[1][-1]["terminated"] and "trca" in there[1][-1]["rubric"]
 
 
-def test_rubricgym_eval_measures_a_served_env(serve, tmp_path):
+@SERVED_ALFWORLD
+def test_rubricgym_eval_measures_a_served_env(alfworld_server, tmp_path):
     """``rubricgym eval --env rubricgym/Remote-v0 --env-kwargs {url}``: the task ids come from the
     server, the episodes are played there, and the per-step rubric records come back."""
-    need("alfworld", "pip install 'rubricgym[alfworld]'")
     import json
 
-    from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT
     from rubricgym.cli import main
 
-    server = serve("ALFWorld-Rubric-v0", "--max-sessions", "2", "--workers", "1",
-                   kwargs={"data_path": str(BUNDLED_ROOT)})
+    server = alfworld_server  # the bundled games (the first task's expert plan fits its 6 steps)
     out = tmp_path / "eval"
     assert main(["eval", "--env", "rubricgym/Remote-v0", "--env-kwargs", json.dumps({"url": server.url}), "--n", "1",
                  "--policy", "callable", "--callable", "remote.remote_agents:alfworld_expert", "--out", str(out)]) == 0

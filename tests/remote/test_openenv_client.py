@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from requirements_guard import need
+from remote.conftest import SERVED_ALFWORLD, SERVED_ALFWORLD_MAX_STEPS
 
 import rubricgym  # noqa: F401  (registers the env ids)
 
 pytestmark = pytest.mark.slow  # starts a server and its ALFWorld session worker
 
 
-def test_openenv_generic_client_plays_alfworld_to_success(serve):
-    need("alfworld", "pip install 'rubricgym[alfworld]'")
+@SERVED_ALFWORLD
+def test_openenv_generic_client_plays_alfworld_to_success(alfworld_server):
     import gymnasium as gym
     from openenv.core import GenericEnvClient
 
@@ -21,9 +21,9 @@ def test_openenv_generic_client_plays_alfworld_to_success(serve):
     from rubricgym.remote.wire import PROTOCOL, RubricObservation, schema_digest
 
     kwargs = {"data_path": str(BUNDLED_ROOT)}
-    server = serve("ALFWorld-Rubric-v0", "--max-sessions", "2", "--workers", "1", kwargs=kwargs)
+    server = alfworld_server  # the bundled games, 6 steps an episode (the plan takes 3)
     task = "look_at_obj_in_light-Pen-None-FloorLamp-330/trial_T00000013_train_00"
-    local = gym.make("ALFWorld-Rubric-v0", **kwargs)
+    local = gym.make("ALFWorld-Rubric-v0", max_steps=SERVED_ALFWORLD_MAX_STEPS, **kwargs)
     local.reset(seed=0, options={"task_id": task})
     plan = local.unwrapped.adapter.expert_plan()
     rewards_here = [local.step(f"<think>go</think><action>{c}</action>")[1] for c in plan]

@@ -8,12 +8,18 @@ import socket
 
 import gymnasium as gym
 import pytest
+from remote.conftest import SERVED_ALFWORLD, SERVED_ALFWORLD_MAX_STEPS, start_server
 from remote.parity import assert_same_episode
 from requirements_guard import need
 
 import rubricgym  # noqa: F401  (registers the env ids)
 
 pytestmark = pytest.mark.slow  # each test starts a server and its session worker (~10-20 s)
+
+# the SearchQA parity and make_vec tests play on one server (the same options); the group keeps
+# them on one xdist worker, so it starts once
+SERVED_SEARCHQA = pytest.mark.xdist_group("served-searchqa")
+SEARCHQA_MAX_STEPS = 4
 
 
 def _wrap(command: str) -> str:
@@ -26,14 +32,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_alfworld_in_process_and_remote_agree(serve):
-    need("alfworld", "pip install 'rubricgym[alfworld]'")
+@pytest.fixture(scope="module")
+def searchqa_server():
+    """``serve-env SearchQA-Rubric-v0 --max-steps 4 --max-sessions 2 --workers 1``, shared by
+    the tests that only play episodes on it (each starts with a reset and closes its sessions)."""
+    need("bm25s", "pip install 'rubricgym[searchqa]'")
+    served = start_server("SearchQA-Rubric-v0", "--max-steps", str(SEARCHQA_MAX_STEPS), "--max-sessions", "2",
+                          "--workers", "1")
+    yield served
+    served.stop()
+
+
+@SERVED_ALFWORLD
+def test_alfworld_in_process_and_remote_agree(alfworld_server, closing):
     from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT
 
     kwargs = {"data_path": str(BUNDLED_ROOT)}
-    server = serve("ALFWorld-Rubric-v0", "--max-steps", "6", "--max-sessions", "2", "--workers", "1", kwargs=kwargs)
-    local = gym.make("ALFWorld-Rubric-v0", max_steps=6, **kwargs)
-    remote = gym.make("rubricgym/Remote-v0", url=server.url, env_id="ALFWorld-Rubric-v0", timeout_s=120)
+    server = alfworld_server  # serve-env ALFWorld-Rubric-v0 --max-steps 6 --max-sessions 2 --workers 1 (bundled games)
+    local = gym.make("ALFWorld-Rubric-v0", max_steps=SERVED_ALFWORLD_MAX_STEPS, **kwargs)
+    remote = closing(gym.make("rubricgym/Remote-v0", url=server.url, env_id="ALFWorld-Rubric-v0", timeout_s=120))
     task = "look_at_obj_in_light-Pen-None-FloorLamp-330/trial_T00000013_train_00"  # a 3-step expert plan
     local.reset(seed=1, options={"task_id": task})
     plan = [_wrap(c) for c in local.unwrapped.adapter.expert_plan()]
@@ -67,13 +84,13 @@ def test_webshop_in_process_and_remote_agree(serve):
     remote.close()
 
 
-def test_searchqa_in_process_and_remote_agree_engine_failure_included(serve):
-    need("bm25s", "pip install 'rubricgym[searchqa]'")
+@SERVED_SEARCHQA
+def test_searchqa_in_process_and_remote_agree_engine_failure_included(serve, searchqa_server, closing):
     from rubricgym.adapters.searchqa.expert import expert_actions
 
-    server = serve("SearchQA-Rubric-v0", "--max-steps", "4", "--max-sessions", "2", "--workers", "1")
-    local = gym.make("SearchQA-Rubric-v0", max_steps=4)
-    remote = gym.make("rubricgym/Remote-v0", url=server.url, env_id="SearchQA-Rubric-v0", timeout_s=120)
+    server = searchqa_server  # serve-env SearchQA-Rubric-v0 --max-steps 4 --max-sessions 2 --workers 1
+    local = gym.make("SearchQA-Rubric-v0", max_steps=SEARCHQA_MAX_STEPS)
+    remote = closing(gym.make("rubricgym/Remote-v0", url=server.url, env_id="SearchQA-Rubric-v0", timeout_s=120))
     task = local.unwrapped.task_ids[0]
     local.reset(seed=0, options={"task_id": task})
     plan = [f"<think>next</think><{a.kind or 'search'}>{a.content}</{a.kind or 'search'}>"
@@ -109,12 +126,12 @@ def test_tau_bench_in_process_and_remote_agree(serve):
     remote.close()
 
 
-def test_make_vec_plays_served_sessions(serve):
-    need("bm25s", "pip install 'rubricgym[searchqa]'")
-    server = serve("SearchQA-Rubric-v0", "--max-sessions", "2", "--workers", "1")
-    local = gym.make("SearchQA-Rubric-v0")
-    envs = gym.make_vec("rubricgym/Remote-v0", num_envs=2, vectorization_mode="sync",
-                        url=server.url, env_id="SearchQA-Rubric-v0", timeout_s=120)
+@SERVED_SEARCHQA
+def test_make_vec_plays_served_sessions(searchqa_server, closing):
+    server = searchqa_server  # both sides play under its step budget (one step is taken here)
+    local = gym.make("SearchQA-Rubric-v0", max_steps=SEARCHQA_MAX_STEPS)
+    envs = closing(gym.make_vec("rubricgym/Remote-v0", num_envs=2, vectorization_mode="sync",
+                                url=server.url, env_id="SearchQA-Rubric-v0", timeout_s=120))
     obs, info = envs.reset(seed=[0, 1])
     steps = envs.step(["<search>river town</search>", "no tags"])
     for k, seed in enumerate((0, 1)):
