@@ -56,40 +56,45 @@ def test_task_set_is_training_scale_and_fully_checked():
     assert not train_scenarios & {t["scenario"] for t in TASKS if t["id"] in dev_ids}  # held-out scenarios
 
 
-def test_one_variant_per_scenario_good_succeeds_wrong_fails():
+@pytest.fixture(scope="module")
+def all_env():
+    """One env over the whole offline set, shared: each test resets it to the task it plays."""
     env = gym.make("AppWorld-Rubric-v0", split="offline_all")
+    yield env
+    env.close()
+
+
+def test_one_variant_per_scenario_good_succeeds_wrong_fails(all_env):
+    env = all_env
     fired: dict[str, set[str]] = {"evidence": set(), "execution": set(), "invalidity": set()}
     failures = []
-    try:
-        categories = _operator_categories()
-        for task in _one_variant_per_scenario():
-            for kind, expected in (("good", True), ("bad", False)):
-                _, info = env.reset(options={"task_id": task["id"]})
-                assert info["instruction"] == task["instruction"]
-                judgments = []
-                for i, cell in enumerate(task[kind]):
-                    response = f"```python\n{cell}\n```" if kind == "bad" else f"<think>{i}</think><action>{cell}</action>"
-                    last_obs, _, terminated, truncated, step_info = env.step(response)
-                    judgments.append(step_info["trca"]["judgments"])
-                    if terminated or truncated:
-                        break
-                # a wrong solution may stop short of complete_task: AppWorld evaluates the world as left
-                outcome = step_info["outcome"] if "outcome" in step_info else env.unwrapped.adapter.outcome()
-                if outcome.success is not expected:
-                    failures.append((task["id"], kind, outcome.detail, last_obs[-300:]))
-                    continue
-                transitions = env.unwrapped.trajectory.transitions
-                assert all(isinstance(t.facts, AppWorldFacts) for t in transitions)
-                if kind == "good":
-                    assert terminated and transitions[-1].env_reward == 1.0
-                    assert not any(t.facts.execution_failed for t in transitions), task["id"]
-                    assert set(task["apps"]) <= set(transitions[-1].facts.authenticated_apps) | {"supervisor"}
-                    for step_judgments in judgments:
-                        fired_now = {op for op, value in step_judgments.items() if value}
-                        for op in fired_now:
-                            fired[categories[op]].add(op)
-    finally:
-        env.close()
+    categories = _operator_categories()
+    for task in _one_variant_per_scenario():
+        for kind, expected in (("good", True), ("bad", False)):
+            _, info = env.reset(options={"task_id": task["id"]})
+            assert info["instruction"] == task["instruction"]
+            judgments = []
+            for i, cell in enumerate(task[kind]):
+                response = f"```python\n{cell}\n```" if kind == "bad" else f"<think>{i}</think><action>{cell}</action>"
+                last_obs, _, terminated, truncated, step_info = env.step(response)
+                judgments.append(step_info["trca"]["judgments"])
+                if terminated or truncated:
+                    break
+            # a wrong solution may stop short of complete_task: AppWorld evaluates the world as left
+            outcome = step_info["outcome"] if "outcome" in step_info else env.unwrapped.adapter.outcome()
+            if outcome.success is not expected:
+                failures.append((task["id"], kind, outcome.detail, last_obs[-300:]))
+                continue
+            transitions = env.unwrapped.trajectory.transitions
+            assert all(isinstance(t.facts, AppWorldFacts) for t in transitions)
+            if kind == "good":
+                assert terminated and transitions[-1].env_reward == 1.0
+                assert not any(t.facts.execution_failed for t in transitions), task["id"]
+                assert set(task["apps"]) <= set(transitions[-1].facts.authenticated_apps) | {"supervisor"}
+                for step_judgments in judgments:
+                    fired_now = {op for op, value in step_judgments.items() if value}
+                    for op in fired_now:
+                        fired[categories[op]].add(op)
     assert not failures, failures
     assert fired["invalidity"] == set(), fired["invalidity"]
     assert fired["evidence"] == {op for op, c in categories.items() if c == "evidence"}, fired
@@ -105,23 +110,20 @@ def _operator_categories() -> dict[str, str]:
     return {op["id"]: op["category"] for op in doc["operators"]}
 
 
-def test_facts_of_a_paginated_question():
-    env = gym.make("AppWorld-Rubric-v0", split="offline_all")
-    try:
-        task = next(t for t in _one_variant_per_scenario() if t["scenario"] == "answertopsender")
-        run_cells(env, task["id"], task["good"])
-        docs_login, find, done = env.unwrapped.trajectory.transitions
-        assert docs_login.facts.login_apps == ["phone", "venmo"] and docs_login.facts.passwords_fetched
-        assert docs_login.facts.api_docs_consulted and docs_login.context_key.endswith("stage=start")
-        assert find.facts.pagination_advanced
-        assert set(find.facts.paginated_apis) == {"phone.search_contacts", "venmo.show_transactions"}
-        assert find.facts.call_counts["venmo.show_transactions"] >= 4  # 18 received payments, 5 a page
-        assert find.facts.printed_output and not find.facts.state_mutated and find.facts.new_entities
-        assert done.facts.answer_given and done.facts.task_completed and done.terminated
-        assert done.info["trca"]["judgments"]["answer_submitted"] == 1
-        assert env.unwrapped.trajectory.binding["expects_answer"] is True
-    finally:
-        env.close()
+def test_facts_of_a_paginated_question(all_env):
+    env = all_env
+    task = next(t for t in _one_variant_per_scenario() if t["scenario"] == "answertopsender")
+    run_cells(env, task["id"], task["good"])
+    docs_login, find, done = env.unwrapped.trajectory.transitions
+    assert docs_login.facts.login_apps == ["phone", "venmo"] and docs_login.facts.passwords_fetched
+    assert docs_login.facts.api_docs_consulted and docs_login.context_key.endswith("stage=start")
+    assert find.facts.pagination_advanced
+    assert set(find.facts.paginated_apis) == {"phone.search_contacts", "venmo.show_transactions"}
+    assert find.facts.call_counts["venmo.show_transactions"] >= 4  # 18 received payments, 5 a page
+    assert find.facts.printed_output and not find.facts.state_mutated and find.facts.new_entities
+    assert done.facts.answer_given and done.facts.task_completed and done.terminated
+    assert done.info["trca"]["judgments"]["answer_submitted"] == 1
+    assert env.unwrapped.trajectory.binding["expects_answer"] is True
 
 
 def test_check_env(appworld_env):
