@@ -30,6 +30,7 @@ import inspect
 import json
 import math
 import multiprocessing
+import signal
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -263,6 +264,7 @@ def _start_worker(settings: EvalSettings) -> None:
     here). What fails to build is kept and becomes each episode's labelled outcome."""
     import gymnasium as gym  # lazy CLI: imported in the worker process that plays
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
     kwargs = {**settings.env_kwargs, **({"max_steps": settings.max_steps} if settings.max_steps else {})}
     _WORKER["tools"] = []
     for name, build, outcome in (("env", lambda: gym.make(settings.env_id, **kwargs), "env_error"),
@@ -292,7 +294,7 @@ def done_pairs(path: Path) -> set[tuple[str, int]]:
 
 
 def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else math.nan
+    return math.fsum(values) / len(values) if values else math.nan  # exact sum: the same in any order
 
 
 def _over_tasks(by_task: dict[str, list[dict[str, Any]]], k: int, estimate: Callable[[int, int, int], float]) -> float:
@@ -344,7 +346,7 @@ def summarize(records: Sequence[dict[str, Any]], settings: EvalSettings) -> dict
                               for k in ("policy_error", "env_error")},
         "pass_at_k": sum(any(r["success"] for r in rs) for rs in by_task.values()) / len(by_task) if by_task else math.nan,
         "per_task_success": {t: sum(r["success"] for r in rs) / len(rs) for t, rs in sorted(by_task.items())},
-        "mean_return": sum(r["return"] for r in counted) / len(counted) if counted else math.nan,
+        "mean_return": _mean([r["return"] for r in counted]),
         "rubric_reward_by_step": {str(t): sum(v) / len(v) for t, v in sorted(by_step.items())},
         "prompt_tokens": prompt, "completion_tokens": completion,
         "cost_usd": (prompt * settings.price_prompt_per_mtok + completion * settings.price_completion_per_mtok) / 1e6,
@@ -354,7 +356,7 @@ def summarize(records: Sequence[dict[str, Any]], settings: EvalSettings) -> dict
 def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
     # lazy: run_files loads the trainer's checkpoint code (torch, peft); the spawned workers
     # import this module for their episodes and need none of it
-    from rubricgym.trainers.run_files import append_run_line, refuse_links_outside, write_run_file
+    from rubricgym.trainers.run_files import append_run_line, drop_partial_line, refuse_links_outside, write_run_file
 
     out = Path(settings.out)
     if out.exists():
@@ -363,6 +365,7 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
     episodes = out / EPISODES_FILE
     if episodes.exists() and not settings.resume:
         raise FileExistsError(f"{episodes} exists: pass --resume to continue it, or another --out")
+    drop_partial_line(episodes)  # a record cut by a kill: its episode is played again
     done = done_pairs(episodes)
     jobs = [(task, sample, settings.seed + 1000 * sample + i) for i, task in enumerate(settings.tasks)
             for sample in range(settings.samples) if (task, sample) not in done]
@@ -374,15 +377,22 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
             pending: set[Future[dict[str, Any]]] = {pool.submit(_worker_episode, settings.env_id, task, sample, seed)
                                                     for task, sample, seed in jobs}
             finished = 0
-            while pending:
-                ready, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in ready:
-                    record = future.result()
-                    append_run_line(episodes, json.dumps(record, default=str))
-                    finished += 1
-                    if progress is not None:
-                        progress(record, finished, len(jobs))
+            try:
+                while pending:
+                    ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in ready:
+                        record = future.result()
+                        append_run_line(episodes, json.dumps(record, default=str))
+                        finished += 1
+                        if progress is not None:
+                            progress(record, finished, len(jobs))
+            except KeyboardInterrupt:  # every finished episode is on disk; the ones in flight are dropped
+                pool.shutdown(wait=False, cancel_futures=True)
+                for child in multiprocessing.active_children():
+                    child.terminate()
+                raise
     records = [r for _, r in iter_json_lines(episodes, what="an episode record")] if episodes.exists() else []
+    records.sort(key=lambda r: (str(r["task_id"]), int(r["sample"])))  # file order depends on finishing order
     summary = summarize(records, settings)
     if settings.judge is not None:  # after every episode is in: a task's K samples are one group
         judged = judge_episodes(records, settings.judge, settings.env_id)
@@ -559,6 +569,10 @@ def run(args: argparse.Namespace) -> int:
     except FileExistsError as exc:
         print(f"rubricgym eval: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"rubricgym eval: interrupted; the finished episodes are in {Path(settings.out) / EPISODES_FILE} "
+              "(--resume plays the rest)", file=sys.stderr)
+        return 130
     finally:
         progress.close()
     print(f"success {summary['success_rate']:.3f} over {summary['counted']} episodes (pass@{settings.samples} "

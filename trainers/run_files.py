@@ -110,7 +110,38 @@ def write_run_file(path: Path, text: str) -> None:
 
 def append_run_line(path: Path, line: str) -> None:
     """Append one line to ``path`` (keys read by this process redacted); a link at ``path``
-    is an error (``O_NOFOLLOW``), never followed."""
+    is an error (``O_NOFOLLOW``), never followed. The line goes out in one ``write`` (a
+    buffered file would split a long line into several), so a process killed while appending
+    leaves at most a partial last line, which ``drop_partial_line`` removes."""
+    data = memoryview((redact(line) + "\n").encode("utf-8"))
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "a", encoding="utf-8") as fh:
-        fh.write(redact(line) + "\n")
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
+def drop_partial_line(path: Path) -> bool:
+    """Cut a last line without its newline (a writer killed mid-append) from an append-only
+    file; True when something was cut. Every complete line stays as it was."""
+    if not path.is_file():
+        return False
+    with open(path, "rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return False
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return False
+        keep, position, chunk = 0, size, 1 << 16
+        while position > 0:
+            start = max(0, position - chunk)
+            fh.seek(start)
+            found = fh.read(position - start).rfind(b"\n")
+            if found >= 0:
+                keep = start + found + 1
+                break
+            position = start
+        fh.truncate(keep)
+    return True

@@ -42,3 +42,12 @@ def expert_then_junk(messages, env_id, task_id):
     if not any(m["role"] == "assistant" for m in messages):
         _EPISODES[0] += 1
     return expert(messages, env_id, task_id) if _EPISODES[0] % 2 else "junk junk junk"
+
+
+def slow_expert(messages, env_id, task_id):
+    """The expert, a little slow (0.3 s a turn): episodes stay in flight long enough to be
+    interrupted."""
+    import time
+
+    time.sleep(0.3)
+    return expert(messages, env_id, task_id)
