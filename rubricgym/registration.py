@@ -130,6 +130,12 @@ def check_env_id(env_id: str) -> str:
     return env_id
 
 
+def is_client_env_id(env_id: str) -> bool:
+    """True for an env id that plays a benchmark elsewhere (``register_client_env_id``)."""
+    discover()
+    return env_id in _CLIENT_ENV_IDS
+
+
 def register_client_env_id(env_id: str) -> None:
     """Let ``check_env_id`` accept an env id that plays a benchmark elsewhere (its kwargs say
     where), so every command taking env ids takes it."""

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rubricgym.benchmark import NO_TOOL_SURFACE, load_ref
 from rubricgym.parsing import ExpertAction, TagGrammar
-from rubricgym.registration import get_spec
+from rubricgym.registration import env_ids, get_spec, is_client_env_id
 
 __all__ = ["ACT_TOOL", "NoToolSurface", "RESERVED_TOOL_NAMES", "ToolSpec", "response_from_tool_calls", "tool_surface"]
 
@@ -93,9 +93,17 @@ ACT_TOOL = ToolSpec(
     argument="command")
 
 
-def tool_surface(env_id: str, **make_kwargs: Any) -> list[ToolSpec]:
+def tool_surface(env_id: str, /, **make_kwargs: Any) -> list[ToolSpec]:
     """The tools of ``env_id`` made with ``make_kwargs``: the benchmark's declared surface,
-    or ``[ACT_TOOL]`` when it declares none. ``NoToolSurface`` when it declared ``"none"``."""
+    or ``[ACT_TOOL]`` when it declares none. ``NoToolSurface`` when it declared ``"none"``.
+    A client env id (a served env) offers the surface of the env id it names in ``env_id``
+    when that benchmark is installed here, else ``[ACT_TOOL]`` (the served env's own action
+    text, whatever its benchmark)."""
+    if is_client_env_id(env_id):
+        served = make_kwargs.get("env_id")
+        if isinstance(served, str) and not is_client_env_id(served) and served in env_ids():
+            return tool_surface(served)
+        return [ACT_TOOL]
     spec = get_spec(env_id)
     declared = spec.tool_surface
     if declared == NO_TOOL_SURFACE:

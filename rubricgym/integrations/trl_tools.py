@@ -31,7 +31,7 @@ _JSON_TYPES: dict[str, type] = {"string": str, "integer": int, "number": float, 
                                 "object": dict}
 
 
-def rubricgym_environment(env_id: str, *, prompt: PromptSettings | None = None, reasoning: str = "tool call",
+def rubricgym_environment(env_id: str, /, *, prompt: PromptSettings | None = None, reasoning: str = "tool call",
                           **make_kwargs: Any) -> type:
     """A class for ``GRPOTrainer(environment_factory=...)`` playing ``env_id`` (``gym.make``
     gets ``make_kwargs``). Each instance keeps its episode's step records (``step_records``:

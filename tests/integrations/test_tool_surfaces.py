@@ -148,3 +148,12 @@ def test_tau_bench_replies_of_words_or_bad_calls_are_scored_by_the_env():
         assert info["transition"].facts.call_kind == "tool" and "environment_failure" not in info
     finally:
         env.close()
+
+
+def test_a_served_env_offers_the_surface_of_the_env_it_names():
+    need("tau2", "pip install 'rubricgym[tau_bench]'")
+    import rubricgym.remote  # noqa: F401  (registers the client env id)
+
+    assert tool_surface("rubricgym/Remote-v0", url="http://127.0.0.1:9") == [ACT_TOOL]
+    served = tool_surface("rubricgym/Remote-v0", url="http://127.0.0.1:9", env_id="TauBench-Retail-Rubric-v0")
+    assert [t.name for t in served] == [t.name for t in tool_surface("TauBench-Retail-Rubric-v0")]
