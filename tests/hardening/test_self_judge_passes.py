@@ -25,8 +25,10 @@ def _answer(verdict: str) -> str:
     return json.dumps({"paid": {"verdict": verdict, "steps": [0]}})
 
 
-def _teach(model, tokenizer, prompts: list[torch.Tensor], answers: list[str], steps: int = 300) -> float:
-    """Supervised steps on (prompt -> answer + eos), answer tokens only; returns the last loss."""
+def _teach(model, tokenizer, prompts: list[torch.Tensor], answers: list[str], steps: int = 300,
+           learned: float = 1e-4) -> float:
+    """Supervised steps on (prompt -> answer + eos), answer tokens only, until the mean loss is below
+    ``learned`` (100x under what the test asserts; at most ``steps``); returns the last loss."""
     torch.manual_seed(0)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     model.train()
@@ -42,6 +44,8 @@ def _teach(model, tokenizer, prompts: list[torch.Tensor], answers: list[str], st
     for _ in range(steps):
         optimizer.zero_grad()
         loss = sum(model(input_ids=ids, labels=labels).loss for ids, labels in batch) / len(batch)
+        if loss.item() < learned:  # taught: further steps only sharpen what sampling already returns
+            break
         loss.backward()
         optimizer.step()
     model.eval()
