@@ -47,7 +47,7 @@ from rubricgym.judges.config import JudgeSettings
 from rubricgym.prompts import EpisodeView, PromptSettings, build_messages
 from rubricgym.records import step_records
 from rubricgym.registration import check_env_id, task_ids
-from rubricgym.secret_refs import refuse_inline_secrets
+from rubricgym.secret_refs import redact_json, refuse_inline_secrets
 from rubricgym.tool_surface import ToolSpec, response_from_tool_calls, tool_surface
 from rubricgym.trainers.statistics import mcnemar_exact, pass_at_k, pass_hat_k, wilson_interval
 from rubricgym.trainers.eval_judge import JUDGE_FILE, EvalJudge, judge_episodes
@@ -284,7 +284,10 @@ def _worker_episode(env_id: str, task_id: str, sample: int, seed: int) -> dict[s
         return {"env_id": env_id, "task_id": task_id, "sample": sample, "seed": seed, "outcome": outcome,
                 "success": False, "score": None, "steps": 0, "return": 0.0, "env_return": 0.0, "prompt_tokens": 0,
                 "completion_tokens": 0, "error": error, "step_records": [], "transcript": []}
-    return play_episode(_WORKER["env"], _WORKER["policy"], env_id, task_id, sample, seed, _WORKER["tools"])
+    record = play_episode(_WORKER["env"], _WORKER["policy"], env_id, task_id, sample, seed, _WORKER["tools"])
+    # the policy's key was read here, not in the parent that writes the record: an endpoint
+    # that echoes it (in a reply, an error) must not carry it to disk
+    return redact_json(record)
 
 
 def done_pairs(path: Path) -> set[tuple[str, int]]:
@@ -455,6 +458,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--adapter", help="policy 'adapter': a training run folder (weights only, pickle-free)")
     parser.add_argument("--native-tools", action="store_true", help="policy 'endpoint': offer the benchmark's tool "
                         "surface (rubricgym.tool_surface) as function-calling tools=")
+    parser.add_argument("--timeout", type=float, default=60.0, help="policy 'endpoint': seconds a call may take in all")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--max-tokens", type=int, default=256, help="response tokens per turn")
     parser.add_argument("--max-steps", type=int, help="steps per episode (default: the env's)")
@@ -552,7 +556,7 @@ def run(args: argparse.Namespace) -> int:
             price_completion_per_mtok=args.price_completion,
             policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
                               api_key_file=args.api_key_file, callable=args.callable, local_model=args.local_model,
-                              adapter=args.adapter, native_tools=args.native_tools,
+                              adapter=args.adapter, native_tools=args.native_tools, timeout_s=args.timeout,
                               temperature=args.temperature, max_tokens=args.max_tokens),
             judge=eval_judge(args))
         if settings.policy.native_tools:

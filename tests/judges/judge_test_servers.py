@@ -66,6 +66,7 @@ class ScriptedJudgeServer:
         self.reply_text = ""  # the content of every "text" mode reply
         self.answer: Callable[[dict[str, Any]], str] = scripted_answer  # the reply of "ok" requests
         self.messages: list[dict[str, Any]] = []  # "message" mode: assistant messages sent in turn
+        self.mode_for: Callable[[dict[str, Any]], str] | None = None  # a request's mode from its body
         self.in_flight = 0
         self.peak_in_flight = 0
         self.bytes_flooded: list[int] = []  # per flooding reply: bytes written before the client hung up
@@ -98,7 +99,7 @@ class ScriptedJudgeServer:
                 with server._lock:
                     server.requests.append(body)
                     server.auth_headers.append(self.headers.get("Authorization", ""))
-                    mode = server.plan.pop(0) if server.plan else server.mode
+                    mode = server.plan.pop(0) if server.plan else (server.mode_for(body) if server.mode_for else server.mode)
                     server.in_flight += 1
                     server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                 try:
