@@ -17,8 +17,14 @@ Matched comparisons: the estimators differ only in their advantages. The study c
 state the objective (``algorithm.ratio_level``, ``loss_aggregation``, ``skip_zero_advantage``;
 clipping, KL and entropy have fixed defaults), and every run trains with it; the
 per-estimator objective defaults apply only to single runs. ``summary.json`` records the
-objective. A finished run leaves ``runs/<estimator>-seed<seed>/study_rows.json``; a study run
+objective. A finished run leaves ``runs/<estimator>-seed<seed>/study_run.json``; a study run
 again into the same folder takes those and trains only the runs that had not finished.
+
+With ``--held-out`` every run is also evaluated, after its last iteration, on the held-out tasks
+of the config's ``evaluation`` section (greedy unless it says otherwise): training success shows
+what the policy learned on the tasks it trained on, held-out success whether it generalises.
+Runs are trained seed by seed (every estimator of seed 0 first), so a study stopped early has
+whole seeds to compare.
 """
 
 from __future__ import annotations
@@ -48,7 +54,8 @@ MATCHED_OBJECTIVE = ("ratio_level", "loss_aggregation", "skip_zero_advantage")
 #: the objective every run of a study shares, as recorded in summary.json
 OBJECTIVE_FIELDS = (*MATCHED_OBJECTIVE, "clip_low", "clip_high", "kl_coef", "entropy_coef", "lr", "epochs",
                     "minibatches", "micro_batch_size", "max_grad_norm", "eps")
-ROWS_FILE = "study_rows.json"
+RUN_FILE = "study_run.json"
+HELD_OUT_FIELDS = ("estimator", "seed", "env_id", "held_out", "episodes", "successes", "success_rate")
 CURVE_FIELDS = ("estimator", "seed", "iteration", "trajectories", "success_rate", "return_mean", "env_return_mean",
                 "trca_reward_mean")
 
@@ -64,6 +71,7 @@ class StudySettings(BaseModel):
     overrides: list[str] = Field(default_factory=list)
     output_dir: str = "runs/study"
     jobs: int = Field(1, ge=1, description="runs trained at once, each in its own process")
+    held_out: bool = Field(False, description="evaluate every run on the held-out tasks after training")
 
     @field_validator("estimators")
     @classmethod
@@ -95,12 +103,21 @@ def trajectories_per_iteration(config: Any) -> int:
     return int(config.algorithm.tasks_per_iteration) * int(config.algorithm.group_size)
 
 
-def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> list[dict[str, Any]]:
-    """Train one (estimator, seed) to the budget; its curve rows (kept beside the run, so a
-    study run again skips it)."""
-    finished = out / f"{estimator}-seed{seed}" / ROWS_FILE
+class RunResult(BaseModel):
+    """One finished (estimator, seed): its curve rows and, with ``--held-out``, its held-out result."""
+
+    rows: list[dict[str, Any]]
+    held_out: dict[str, Any] | None = None
+
+
+def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> RunResult:
+    """Train one (estimator, seed) to the budget (and evaluate it on the held-out tasks when
+    asked); the result is kept beside the run, so a study run again skips it."""
+    finished = out / f"{estimator}-seed{seed}" / RUN_FILE
     if finished.is_file():
-        return [dict(row) for row in json.loads(finished.read_text(encoding="utf-8"))]
+        kept = RunResult.model_validate_json(finished.read_text(encoding="utf-8"))
+        if kept.held_out is not None or not settings.held_out:
+            return kept
     base = load_config(settings.config, settings.overrides)
     per_iteration = trajectories_per_iteration(base)
     iterations = max(1, math.ceil(settings.trajectories / per_iteration))
@@ -112,6 +129,12 @@ def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> li
     try:
         trainer.train(evaluate=False)
         metrics = trainer.read_metrics()
+        held_out = None
+        if settings.held_out:
+            result = trainer.evaluate_held_out("after")
+            held_out = {"estimator": estimator, "seed": seed, "env_id": trainer.held_out.plan.env_id,
+                        "held_out": result.held_out, "episodes": result.episodes, "successes": result.successes,
+                        "success_rate": result.success_rate}
     finally:
         trainer.close()
     rows = []
@@ -120,9 +143,10 @@ def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> li
                "trajectories": int(m["iteration"]) * per_iteration}
         row.update({k: float(m.get(k, float("nan"))) for k in CURVE_FIELDS[4:]})
         rows.append(row)
+    run = RunResult(rows=rows, held_out=held_out)
     finished.parent.mkdir(parents=True, exist_ok=True)
-    write_run_file(finished, json.dumps(rows))
-    return rows
+    write_run_file(finished, run.model_dump_json())
+    return run
 
 
 def mean_curves(rows: list[dict[str, Any]], key: str = "success_rate") -> dict[str, list[tuple[int, float, float, float]]]:
@@ -138,6 +162,15 @@ def trajectories_to_target(rows: list[dict[str, Any]], target: float) -> dict[st
     """The first budget at which an estimator's seed-mean success reaches ``target`` (None: never)."""
     return {est: next((t for t, mean, _, _ in curve if mean >= target), None)
             for est, curve in mean_curves(rows).items()}
+
+
+def held_out_summary(held_out: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per estimator: held-out success over seeds (mean, min, max, and each seed's)."""
+    by: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in held_out:
+        by[r["estimator"]][int(r["seed"])] = float(r["success_rate"])
+    return {est: {"mean": sum(v.values()) / len(v), "min": min(v.values()), "max": max(v.values()),
+                  "per_seed": {str(k): v[k] for k in sorted(v)}} for est, v in by.items()}
 
 
 def plot(rows: list[dict[str, Any]], out: Path, target: float) -> list[Path]:
@@ -165,25 +198,31 @@ def plot(rows: list[dict[str, Any]], out: Path, target: float) -> list[Path]:
 
 
 def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path,
-                  failed: dict[str, str] | None = None, objective: dict[str, Any] | None = None) -> dict[str, Any]:
-    table = io.StringIO(newline="")
-    writer = csv.DictWriter(table, fieldnames=list(CURVE_FIELDS))
-    writer.writeheader()
-    writer.writerows(rows)
-    # run-file writers: atomic, never through a link, keys this process read redacted
-    write_run_file(out / "study.csv", table.getvalue())
+                  failed: dict[str, str] | None = None, objective: dict[str, Any] | None = None,
+                  held_out: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    write_run_file(out / "study.csv", _csv(rows, CURVE_FIELDS))
     write_run_file(out / "study.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     needed = trajectories_to_target(rows, settings.target_success)
     final = {est: curve[-1][1] for est, curve in mean_curves(rows).items()}
+    held = held_out_summary(held_out or [])
+    if settings.held_out:
+        write_run_file(out / "held_out.csv", _csv(held_out or [], HELD_OUT_FIELDS))
     summary = {"settings": settings.model_dump(), "objective": objective, "trajectories_to_target": needed,
-               "final_success_mean": final,
+               "final_success_mean": final, "held_out_success": held,
                "failed_runs": failed or {},
                "plots": [p.name for p in plot(rows, out, settings.target_success)] if rows else []}
     write_run_file(out / "summary.json", json.dumps(summary, indent=2))
-    lines = [f"| estimator | trajectories to success >= {settings.target_success:g} | final success (seed mean) |",
-             "|---|---|---|"]
-    lines += [f"| `{est}` | {needed[est] if needed[est] is not None else 'not reached'} | {final[est]:.3f} |"
-              for est in settings.estimators if est in needed]
+    header = f"| estimator | trajectories to success >= {settings.target_success:g} | final success (seed mean) |"
+    lines = [header + (" held-out success (seed mean, min-max) |" if settings.held_out else ""),
+             "|---|---|---|" + ("---|" if settings.held_out else "")]
+    for est in settings.estimators:
+        if est not in needed:
+            continue
+        line = f"| `{est}` | {needed[est] if needed[est] is not None else 'not reached'} | {final[est]:.3f} |"
+        if settings.held_out:
+            h = held.get(est)
+            line += f" {h['mean']:.3f} ({h['min']:.2f}-{h['max']:.2f}) |" if h else " - |"
+        lines.append(line)
     lines += [f"\nfailed run `{name}`: {error}" for name, error in (failed or {}).items()]
     if objective:
         lines.append("\nEvery run trained with the same objective: "
@@ -192,8 +231,16 @@ def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path
     return summary
 
 
-def _run_one_safely(settings: StudySettings, estimator: str, seed: int, out: Path) -> list[dict[str, Any]] | str:
-    """One run's rows, or its error as text (one failed run must not lose the others)."""
+def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=list(fields))
+    writer.writeheader()
+    writer.writerows(rows)
+    return table.getvalue()
+
+
+def _run_one_safely(settings: StudySettings, estimator: str, seed: int, out: Path) -> RunResult | str:
+    """One run's result, or its error as text (one failed run must not lose the others)."""
     try:
         return run_one(settings, estimator, seed, out)
     except Exception as exc:  # noqa: BLE001 - reported per run in the summary and the exit code
@@ -214,9 +261,11 @@ def run_study(settings: StudySettings) -> dict[str, Any]:
     out = Path(settings.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     pairs = [(estimator, seed) for estimator in settings.estimators for seed in settings.seeds]
+    # trained seed by seed: a study stopped early has every estimator of its first seeds
+    order = sorted(pairs, key=lambda pair: (settings.seeds.index(pair[1]), settings.estimators.index(pair[0])))
     run_settings = _threads_per_job(settings)
     if settings.jobs == 1:
-        results = [_run_one_safely(run_settings, e, s, out / "runs") for e, s in pairs]
+        done = {(e, s): _run_one_safely(run_settings, e, s, out / "runs") for e, s in order}
     else:
         # spawn: torch and the engines are not fork-safe once loaded; each process gets the env
         # factory the config names, when this process registered it (only that one: others
@@ -227,16 +276,19 @@ def run_study(settings: StudySettings) -> dict[str, Any]:
         with ProcessPoolExecutor(max_workers=min(settings.jobs, len(pairs)),
                                  mp_context=multiprocessing.get_context("spawn"),
                                  initializer=register_env_factories, initargs=(factories,)) as pool:
-            futures = [pool.submit(_run_one_safely, run_settings, e, s, out / "runs") for e, s in pairs]
-            results = []
-            for future in futures:
+            futures = {(e, s): pool.submit(_run_one_safely, run_settings, e, s, out / "runs") for e, s in order}
+            done = {}
+            for pair, future in futures.items():
                 try:
-                    results.append(future.result())
+                    done[pair] = future.result()
                 except Exception as exc:  # noqa: BLE001 - a worker process died (killed, out of memory)
-                    results.append(f"worker process failed: {type(exc).__name__}: {exc}")
-    rows = [row for result in results if not isinstance(result, str) for row in result]
+                    done[pair] = f"worker process failed: {type(exc).__name__}: {exc}"
+    results = [done[pair] for pair in pairs]
+    finished = [r for r in results if not isinstance(r, str)]
+    rows = [row for r in finished for row in r.rows]
+    held_out = [r.held_out for r in finished if r.held_out is not None]
     failed = {f"{e}-seed{s}": result for (e, s), result in zip(pairs, results) if isinstance(result, str)}
-    return write_results(rows, settings, out, failed, objective)
+    return write_results(rows, settings, out, failed, objective, held_out)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -250,6 +302,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", type=float, default=0.5, help="success rate whose budget is reported")
     parser.add_argument("--output-dir", default="runs/study")
     parser.add_argument("--jobs", type=int, default=1, help="runs trained at once, each in its own process")
+    parser.add_argument("--held-out", action="store_true",
+                        help="evaluate every run on the held-out tasks (the config's evaluation section) after training")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -257,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
         settings = StudySettings(estimators=[e for e in args.estimators.split(",") if e],
                                  seeds=[int(s) for s in args.seeds.split(",") if s], trajectories=args.trajectories,
                                  target_success=args.target, config=args.config, overrides=args.overrides,
-                                 output_dir=args.output_dir, jobs=args.jobs)
+                                 output_dir=args.output_dir, jobs=args.jobs, held_out=args.held_out)
     except ValueError as exc:
         print(f"rubricgym study: {exc}")
         return 2

@@ -25,7 +25,7 @@ def _study(out, *extra, sets=TINY_WORD_TASK):
 @pytest.mark.slow
 def test_study_runs_estimators_at_matched_budgets_and_draws_curves(tmp_path, capsys):
     out = tmp_path / "study"
-    rc = _study(out, sets=[*TINY_WORD_TASK, "run.threads=1"])
+    rc = _study(out, "--held-out", sets=[*TINY_WORD_TASK, "run.threads=1"])
     assert rc in (0, 1)  # 1: no estimator reached the target (a tiny random model rarely does)
     rows = list(csv.DictReader(open(out / "study.csv")))
     assert len(rows) == 2 * 2 * 2  # estimators x seeds x iterations (4 trajectories / 2 per iteration)
@@ -39,6 +39,17 @@ def test_study_runs_estimators_at_matched_budgets_and_draws_curves(tmp_path, cap
     assert "<svg" in (out / "curves.svg").read_text()[:500]
     table = (out / "summary.md").read_text()
     assert "| `grpo` |" in table and "| `trca` |" in table and table in capsys.readouterr().out
+    # --held-out: every run evaluated after training (the word task declares no held-out env, so
+    # the evaluation says it is not held out), each seed's rate kept, the seed mean in the table
+    held = list(csv.DictReader(open(out / "held_out.csv")))
+    assert {(r["estimator"], r["seed"]) for r in held} == {(e, s) for e in ("grpo", "trca") for s in ("0", "1")}
+    assert all(r["held_out"] == "False" and int(r["episodes"]) >= 1 for r in held)
+    for est, stats in summary["held_out_success"].items():
+        rates = [float(r["success_rate"]) for r in held if r["estimator"] == est]
+        assert stats["mean"] == pytest.approx(sum(rates) / 2) and stats["min"] == min(rates)
+        assert f"| `{est}` |" in table and f"{stats['mean']:.3f} ({stats['min']:.2f}-{stats['max']:.2f}) |" in table
+    for run in (out / "runs").iterdir():
+        assert "after" in json.loads((run / "evaluations.json").read_text())
 
 
 def test_a_study_without_its_objective_is_refused(tmp_path, capsys):
@@ -76,10 +87,10 @@ def test_a_matched_study_trains_every_estimator_with_one_objective_and_one_first
                           for t in map(json.loads, first.read_text().splitlines())))
     assert len(objectives) == 1 and len(batches) == 1
     rows = list(csv.DictReader(open(out / "study.csv")))
-    (runs["gigpo"] / "study_rows.json").unlink()  # as if the study had stopped during that run
-    kept = {e: (runs[e] / "study_rows.json").stat().st_mtime_ns for e in estimators if e != "gigpo"}
+    (runs["gigpo"] / "study_run.json").unlink()  # as if the study had stopped during that run
+    kept = {e: (runs[e] / "study_run.json").stat().st_mtime_ns for e in estimators if e != "gigpo"}
     assert main(args) in (0, 1)
-    assert {e: (runs[e] / "study_rows.json").stat().st_mtime_ns for e in kept} == kept  # not trained again
+    assert {e: (runs[e] / "study_run.json").stat().st_mtime_ns for e in kept} == kept  # not trained again
     assert list(csv.DictReader(open(out / "study.csv"))) == rows
 
 
