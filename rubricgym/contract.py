@@ -213,12 +213,21 @@ def save_jsonl(path: str | Path, trajectories: Iterable[Trajectory], append: boo
             fh.write(redact(traj.to_json_line()) + "\n")
 
 
+def trajectory_from_record(data: Any) -> Trajectory:
+    """A stored line as a trajectory: the trajectory itself, or a record that holds one under
+    ``"trajectory"`` (an episode of ``rubricgym eval``'s ``episodes.jsonl``, which adds the
+    policy's side: outcome label, transcript, tokens). ``ValueError`` when it is neither."""
+    if isinstance(data, dict) and "transitions" not in data and isinstance(data.get("trajectory"), dict):
+        data = data["trajectory"]
+    return Trajectory.model_validate(data)
+
+
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory]:
-    """The trajectories of a JSON-lines file, one per line; a bad line raises ``ValueError``
-    naming ``file:line``."""
+    """The trajectories of a JSON-lines file, one per line (or one per episode record, see
+    ``trajectory_from_record``); a bad line raises ``ValueError`` naming ``file:line``."""
     for lineno, data in iter_json_lines(path, what="a trajectory"):
         try:
-            yield Trajectory.model_validate(data)
+            yield trajectory_from_record(data)
         except ValueError as exc:
             raise JsonLinesError(f"{path}:{lineno}: not a trajectory: {exc}") from exc
 

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rubricgym.atomic_files import atomic_write_text
 from rubricgym.report.plots import advantage_color, curve_svg, slug, text_color
-from rubricgym.report.sources import RunFiles, is_run_dir, metric_series, read_run, read_trajectories
+from rubricgym.report.sources import (EPISODES_FILE, SUMMARY_FILE, RunFiles, is_eval_dir, is_run_dir, metric_series,
+                                      read_json_file, read_run, read_trajectories)
 from rubricgym.report.views import CreditSettings, GroupView, group_trajectories, group_view, visible
 
 REPORT_FILE = "report.html"
@@ -39,6 +40,9 @@ CURVES: tuple[tuple[str, tuple[str, ...]], ...] = (
                             "time/update_s")),
 )
 EVAL_KEYS = ("success_rate", "return_mean", "env_return_mean", "trca_reward_mean", "action_parsed_rate")
+#: an eval's summary columns (``mean_return`` is its name for the return with the rubric's rewards)
+EVAL_SUMMARY_KEYS = ("episodes", "success_rate", "mean_return", "env_return_mean", "trca_reward_mean",
+                     "action_parsed_rate", "steps_mean")
 
 
 class Curve(BaseModel):
@@ -58,7 +62,7 @@ class Report(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     title: str
-    kind: str  # "run" | "trajectories"
+    kind: str  # "run" | "eval" | "trajectories"
     source: str
     generated_at: str
     refresh_seconds: int | None = None
@@ -86,15 +90,18 @@ def _credit_settings(config: dict[str, Any]) -> CreditSettings:
     return out
 
 
-def _sections(trajectories: list, settings: CreditSettings, by_iteration: bool) -> list[Section]:
+def _sections(trajectories: list, settings: CreditSettings, by_iteration: bool,
+              by_task: bool = False) -> list[Section]:
     sections: dict[str, list[GroupView]] = {}
-    for key, members in group_trajectories(trajectories).items():
+    for key, members in group_trajectories(trajectories, by_task=by_task).items():
         if key[0] == "iteration":
             _, it, g, task = key
             section, title, gid = f"iteration {it}", f"group {g}: task {task}", f"it{it}-g{g}"
         else:
             _, task, seed = key
             section, title, gid = "trajectories", f"task {task} (seed {seed})", f"t-{slug(str(task))}-{seed}"
+            if by_task:
+                title, gid = f"task {task} ({len(members)} samples)", f"t-{slug(str(task))}"
         sections.setdefault(section if by_iteration else "trajectories", []).append(
             group_view(gid, title, members, settings))
     return [Section(title=k, groups=v) for k, v in sections.items()]
@@ -148,16 +155,41 @@ def build_trajectory_report(path: Path, *, max_trajectories: int = 200, estimato
                   sections=_sections(trajectories, settings, by_iteration=True), problems=problems)
 
 
+def build_eval_report(path: Path, *, max_trajectories: int = 200) -> Report:
+    """A ``rubricgym eval`` folder: its summary (all tasks, then each task) and its episodes,
+    a task's samples as one group with the credit the rubric gave each step."""
+    problems: list[str] = []
+    trajectories = read_trajectories(path / EPISODES_FILE, problems, limit=max_trajectories)
+    summary = read_json_file(path / SUMMARY_FILE, problems) or {}
+    rows: list[tuple[str, dict[str, Any]]] = []
+    if summary:
+        rows.append(("all tasks", summary))
+        per_task = summary.get("per_task") if isinstance(summary.get("per_task"), dict) else {}
+        rows += [(f"task {task}", values) for task, values in per_task.items() if isinstance(values, dict)]
+    else:
+        problems.append(f"{SUMMARY_FILE}: missing (the eval has not finished); the episodes so far are shown")
+    keys = [k for k in EVAL_SUMMARY_KEYS if any(k in v for _, v in rows)]
+    outcomes = summary.get("outcomes") if isinstance(summary.get("outcomes"), dict) else {}
+    note = ", ".join(f"{label} {count}" for label, count in outcomes.items() if count)
+    title = f"eval {path.name}" + (f": {summary['env_id']}" if isinstance(summary.get("env_id"), str) else "")
+    return Report(title=title, kind="eval", source=str(path), generated_at=_now(), evaluations=rows,
+                  eval_keys=keys, sampled_note=f"outcomes: {note}" if note else "",
+                  sections=_sections(trajectories, CreditSettings(), by_iteration=False, by_task=True),
+                  problems=problems)
+
+
 def build_report(path: str | os.PathLike[str], **kwargs: Any) -> Report:
-    """A run folder or a trajectory file (JSON lines)."""
+    """A run folder, an eval folder or a trajectory file (JSON lines)."""
     path = Path(path)
     if is_run_dir(path):
         return build_run_report(path, **kwargs)
+    if is_eval_dir(path):
+        return build_eval_report(path, **{k: v for k, v in kwargs.items() if k == "max_trajectories"})
     if path.is_file():
         return build_trajectory_report(path, **{k: v for k, v in kwargs.items()
                                                  if k in ("max_trajectories", "estimator", "gamma")})
     raise FileNotFoundError(f"{path}: neither a run folder (with {REPORT_FILE!r}'s inputs: config.yaml, "
-                            "metrics.jsonl) nor a trajectory file")
+                            f"metrics.jsonl), an eval folder ({EPISODES_FILE}) nor a trajectory file")
 
 
 def _now() -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from rubricgym.contract import Trajectory
+from rubricgym.contract import Trajectory, trajectory_from_record
 from rubricgym.jsonl import iter_json_lines
 from rubricgym.yaml_files import YamlFileError, parse_yaml
 
@@ -24,6 +24,7 @@ METRICS_FILE = "metrics.jsonl"
 WARMUP_FILE = "warmup.json"
 SUMMARY_FILE = "summary.json"
 TRAJECTORY_FOLDER = "trajectories"
+EPISODES_FILE = "episodes.jsonl"  # rubricgym eval's output
 
 
 class RunFiles(BaseModel):
@@ -46,7 +47,12 @@ def is_run_dir(path: Path) -> bool:
     return path.is_dir() and ((path / METRICS_FILE).exists() or (path / CONFIG_FILE).exists())
 
 
-def _json_file(path: Path, problems: list[str]) -> dict[str, Any] | None:
+def is_eval_dir(path: Path) -> bool:
+    """A ``rubricgym eval`` output folder (its episodes, and its summary once finished)."""
+    return path.is_dir() and (path / EPISODES_FILE).is_file()
+
+
+def read_json_file(path: Path, problems: list[str]) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
@@ -77,7 +83,7 @@ def read_trajectories(path: Path, problems: list[str], limit: int | None = None)
                 problems.append(f"{path.name}: only the first {limit} trajectories are shown")
                 break
             try:
-                out.append(Trajectory.model_validate(data))
+                out.append(trajectory_from_record(data))
             except ValueError as exc:
                 problems.append(f"{path.name}:{lineno}: not a trajectory ({type(exc).__name__}), skipped")
     except OSError as exc:
@@ -127,8 +133,8 @@ def read_run(path: Path, max_iterations: int = 6, max_groups: int = 4) -> RunFil
     # a resumed run may have rewritten iterations: keep the last line of each
     by_iteration = {int(m["iteration"]): m for m in run.metrics if isinstance(m.get("iteration"), (int, float))}
     run.metrics = [by_iteration[k] for k in sorted(by_iteration)]
-    run.warmup = _json_file(path / WARMUP_FILE, problems)
-    run.summary = _json_file(path / SUMMARY_FILE, problems)
+    run.warmup = read_json_file(path / WARMUP_FILE, problems)
+    run.summary = read_json_file(path / SUMMARY_FILE, problems)
     if run.summary:
         for name in ("before", "after_warmup", "after"):
             if isinstance(run.summary.get(name), dict):

@@ -329,13 +329,17 @@ def group_view(key: str, title: str, trajectories: Sequence[Trajectory], setting
                      max_abs_advantage=max(values, default=0.0))
 
 
-def group_trajectories(trajectories: Sequence[Trajectory]) -> dict[tuple[Any, ...], list[Trajectory]]:
-    """Rollouts of one group together: the trainer's (iteration, group), else (task, seed)."""
+def group_trajectories(trajectories: Sequence[Trajectory],
+                       by_task: bool = False) -> dict[tuple[Any, ...], list[Trajectory]]:
+    """Rollouts of one group together: the trainer's (iteration, group), else (task, seed);
+    ``by_task``: every rollout of a task (an eval's K samples, each with its own seed)."""
     groups: dict[tuple[Any, ...], list[Trajectory]] = defaultdict(list)
     for traj in trajectories:
         meta = traj.meta if isinstance(traj.meta, Mapping) else {}
-        if "group" in meta:
-            key: tuple[Any, ...] = ("iteration", meta.get("iteration"), meta.get("group"), traj.task_id)
+        if by_task:
+            key: tuple[Any, ...] = ("task", traj.task_id, None)
+        elif "group" in meta:
+            key = ("iteration", meta.get("iteration"), meta.get("group"), traj.task_id)
         else:
             key = ("task", traj.task_id, traj.seed)
         groups[key].append(traj)

@@ -10,6 +10,7 @@ from judge_test_servers import ScriptedJudgeServer
 from requirements_guard import need
 
 from rubricgym.cli import main
+from rubricgym.contract import load_jsonl
 
 ENV = "ALFWorld-Rubric-v0"
 
@@ -37,6 +38,15 @@ def test_a_callable_agent_and_an_endpoint_agent_are_measured_with_per_step_credi
     shown = capsys.readouterr()
     assert "success 1.000 over 4 episodes" in shown.out and "[4/4]" in shown.out  # a line per finished episode
     assert "success=1.00" in shown.err and "tokens=" in shown.err  # the running bar
+    # the episodes reload as trajectories (what rubricgym judge and report read) and the report renders them
+    reloaded = load_jsonl(out / "episodes.jsonl")
+    assert [t.model_dump(mode="json") for t in reloaded] == [r["trajectory"] for r in records]
+    assert main(["report", str(out)]) == 0
+    page = (out / "report.html").read_text()
+    assert '<section id="eval">' in page and "all tasks" in page and f"eval {out.name}: {ENV}" in page
+    for task in {r["task_id"] for r in records}:
+        assert f"task {task} (2 samples)" in page and f"<td>task {task}</td>" in page
+    capsys.readouterr()
 
     # --resume: only the missing (task, sample) pairs are played
     assert main(["eval", "--env", ENV, "--n", "2", "--samples", "3", "--policy", "callable",

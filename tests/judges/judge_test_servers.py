@@ -70,6 +70,8 @@ class ScriptedJudgeServer:
         self.in_flight = 0
         self.peak_in_flight = 0
         self.bytes_flooded: list[int] = []  # per flooding reply: bytes written before the client hung up
+        self.drip_s = 0.5  # "drip" mode: seconds between bytes
+        self.bytes_dripped: list[int] = []  # per dripping reply: bytes the client took before it hung up
         self._lock = threading.Lock()
         self._stop = threading.Event()
         server = self
@@ -133,6 +135,28 @@ class ScriptedJudgeServer:
                         server.bytes_flooded.append(sent)
                     self.close_connection = True
 
+            def _drip(self, payload: bytes) -> None:
+                """A slow-loris reply: every read the client makes gets a byte in time, so only a
+                deadline on the whole call ends it; counts the bytes it took."""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                sent = 0
+                try:
+                    for i in range(len(payload)):
+                        if server._stop.wait(server.drip_s):
+                            break
+                        self.wfile.write(payload[i:i + 1])
+                        self.wfile.flush()
+                        sent += 1
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    with server._lock:
+                        server.bytes_dripped.append(sent)
+                    self.close_connection = True
+
             def _respond(self, mode: str, body: dict[str, Any]) -> None:
                 if mode == "500":
                     return self._send(500, b'{"error": {"message": "internal error"}}')
@@ -143,6 +167,9 @@ class ScriptedJudgeServer:
                 if mode == "hang":
                     server._stop.wait(server.hang_s)
                     return
+                if mode == "drip":  # a valid reply's headers, then its body one byte every drip_s seconds
+                    return self._drip(json.dumps({"choices": [{"index": 0, "message": {
+                        "role": "assistant", "content": server.answer(body) + " " * 4096}}]}).encode())
                 if mode == "bad_body":
                     return self._send(200, b"<html>not json</html>", ctype="text/html")
                 if mode in ("huge_declared", "huge_streamed"):  # a body far past any sane reply
