@@ -29,6 +29,11 @@ def expert(messages, env_id, task_id):
     return plan[done] if done < len(plan) else plan[-1]
 
 
+def junk(messages):
+    """Answers with no action at all, every turn."""
+    return "I am not sure what to do here."
+
+
 def broken(messages):
     raise RuntimeError("this agent always fails")
 

@@ -76,6 +76,24 @@ def test_a_callable_agent_and_an_endpoint_agent_are_measured_with_per_step_credi
 
 
 @pytest.mark.slow
+def test_the_expert_scores_every_eval_game_and_junk_none(tmp_path):
+    """The success accounting end to end: the expert plan as module:function wins all 12
+    ALFWorld eval games, a policy that never writes an action wins none."""
+    need("alfworld", "pip install 'rubricgym[alfworld]'")
+    for policy, rate in (("expert", 1.0), ("junk", 0.0)):
+        out = tmp_path / policy
+        assert main(["eval", "--env", "ALFWorld-Rubric-Eval-v0", "--n", "12", "--policy",
+                     "callable", "--callable", f"eval_agents:{policy}", "--concurrency", "2",
+                     *(["--max-steps", "3"] if policy == "junk" else []), "--out", str(out)]) == 0
+        records = episodes(out)
+        summary = json.loads((out / "summary.json").read_text())
+        assert len({r["task_id"] for r in records}) == 12 == summary["counted"]
+        assert summary["success_rate"] == rate and summary["success_ci95"][0] <= rate <= summary["success_ci95"][1]
+    assert all(s["accepted"] for r in episodes(tmp_path / "expert") for s in r["step_records"])
+    assert not any(s["parsed"] for r in episodes(tmp_path / "junk") for s in r["step_records"])
+
+
+@pytest.mark.slow
 def test_failing_policies_are_labelled_outcomes_not_crashes(tmp_path):
     need("alfworld", "pip install 'rubricgym[alfworld]'")
     out = tmp_path / "failing"
