@@ -9,7 +9,8 @@ scores the finished conversation.
 Tasks and database files load once per domain; each reset (and each evaluation) validates a
 fresh database from the cached data with tau2's own DB model and builds tau2's own
 environment around it. The evaluator finds that constructor in tau2's registry under
-``rubricgym-<domain>``, so evaluation is exactly tau2's, without re-reading files.
+``rubricgym-<domain>``, so evaluation is exactly tau2's, without re-reading files; the gold end
+state's hashes are computed once per task (``gold.py``).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ from tau2.registry import registry  # noqa: E402
 from tau2.user.base import BaseUser  # noqa: E402
 from tau2.utils import load_file  # noqa: E402
 from tau2.utils.utils import get_now  # noqa: E402
+
+from rubricgym.adapters.tau_bench.gold import GoldEnvironment, GoldHashCache  # noqa: E402  (imports tau2)
 
 # domain -> (module with the DB paths, agent DB path name, user DB path name or None)
 _DB_FILES: dict[str, tuple[str, str, str | None]] = {
@@ -159,12 +162,20 @@ def _cached_constructor(name: str) -> Any:
     user_data = load_file(getattr(module, user_db_attr)) if user_model is not None and user_db_attr else None
     takes_user_db = "user_db" in inspect.signature(original).parameters
 
-    def construct(solo_mode: bool = False) -> Environment:
+    def build(solo_mode: bool = False) -> Environment:
         kwargs: dict[str, Any] = {"db": db_model.model_validate(db_data), "solo_mode": solo_mode}
         if user_model is not None and takes_user_db:
             kwargs["user_db"] = user_model.model_validate(user_data)
         return original(**kwargs)
 
+    gold_hashes = GoldHashCache()
+
+    def construct(solo_mode: bool | None = None) -> Environment:
+        if solo_mode is None:  # tau2's evaluator builds its gold environment with no arguments
+            return GoldEnvironment(build, gold_hashes)  # type: ignore[return-value]  # duck-typed
+        return build(solo_mode)
+
+    construct.gold_hashes = gold_hashes  # type: ignore[attr-defined]  # for tests and benchmarks
     return construct
 
 
