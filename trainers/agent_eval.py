@@ -347,8 +347,6 @@ def summarize(records: Sequence[dict[str, Any]], settings: EvalSettings) -> dict
                          "steps_mean": _mean([r["steps"] for r in rs])} for t, rs in sorted(by_task.items())},
         "errors_by_outcome": {k: sorted({str(r["error"])[:200] for r in records if r["outcome"] == k and r["error"]})
                               for k in ("policy_error", "env_error")},
-        "pass_at_k": sum(any(r["success"] for r in rs) for rs in by_task.values()) / len(by_task) if by_task else math.nan,
-        "per_task_success": {t: sum(r["success"] for r in rs) / len(rs) for t, rs in sorted(by_task.items())},
         "mean_return": _mean([r["return"] for r in counted]),
         "rubric_reward_by_step": {str(t): sum(v) / len(v) for t, v in sorted(by_step.items())},
         "prompt_tokens": prompt, "completion_tokens": completion,
@@ -579,7 +577,8 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         progress.close()
-    print(f"success {summary['success_rate']:.3f} over {summary['counted']} episodes (pass@{settings.samples} "
-          f"{summary['pass_at_k']:.3f}); outcomes {summary['outcomes']}; tokens {summary['prompt_tokens']}+"
+    most = str(max((int(k) for k in summary["pass_at"]), default=1))
+    print(f"success {summary['success_rate']:.3f} over {summary['counted']} episodes (pass@{most} "
+          f"{summary['pass_at'].get(most, math.nan):.3f}); outcomes {summary['outcomes']}; tokens {summary['prompt_tokens']}+"
           f"{summary['completion_tokens']}; results: {Path(settings.out) / EPISODES_FILE}, {SUMMARY_FILE}")
     return 0

@@ -33,7 +33,7 @@ def test_a_callable_agent_and_an_endpoint_agent_are_measured_with_per_step_credi
     assert first["transcript"][0][0]["role"] in ("system", "user") and len(first["transcript"]) == first["steps"]
     assert all("trca" in s["rubric"] for s in first["step_records"])  # every rubric component's record, per step
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["success_rate"] == 1.0 and summary["pass_at_k"] == 1.0
+    assert summary["success_rate"] == 1.0 and summary["pass_at"] == {"1": 1.0, "2": 1.0}
     assert summary["rubric_reward_by_step"]["0"] != 0.0  # where the rubric paid
     shown = capsys.readouterr()
     assert "success 1.000 over 4 episodes" in shown.out and "[4/4]" in shown.out  # a line per finished episode
