@@ -63,8 +63,8 @@ def _check_outputs(out, records: list[dict], env_id: str) -> None:
 def test_alfworld_eval_on_a_real_server_at_concurrency_1_and_4(llama_server, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_VAR, "no-key")
     env_id = "ALFWorld-Rubric-Eval-v0"
-    one = _eval(llama_server, tmp_path / "c1", env_id, n=3, concurrency=1, max_steps=2)
-    four = _eval(llama_server, tmp_path / "c4", env_id, n=3, concurrency=4, max_steps=2)
+    one = _eval(llama_server, tmp_path / "c1", env_id, n=3, concurrency=1, max_steps=1)
+    four = _eval(llama_server, tmp_path / "c4", env_id, n=3, concurrency=4, max_steps=1)
     assert len(one) == 3 and len({r["task_id"] for r in one}) == 3
     assert [_played(r) for r in one] == [_played(r) for r in four]  # greedy: the same answers, steps, credit
     assert all(s["response"] for r in one for s in r["step_records"])
@@ -74,7 +74,7 @@ def test_alfworld_eval_on_a_real_server_at_concurrency_1_and_4(llama_server, tmp
 def test_tau_bench_eval_on_a_real_server(llama_server, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_VAR, "no-key")
     env_id = "TauBench-Retail-Rubric-v0"
-    records = _eval(llama_server, tmp_path / "tau", env_id, n=2, concurrency=2, max_steps=2)
+    records = _eval(llama_server, tmp_path / "tau", env_id, n=2, concurrency=2, max_steps=1)
     assert len(records) == 2 and len({r["task_id"] for r in records}) == 2
     # what the model said was played and scored, parsed or not (a malformed action is an event)
     assert all(len(r["step_records"]) == r["steps"] >= 1 for r in records)
