@@ -11,11 +11,12 @@ every request (body and auth header) and the peak number of requests in flight.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -122,18 +123,9 @@ class ScriptedJudgeServer:
                 else:
                     self.send_header("Connection", "close")
                 self.end_headers()
-                chunk, sent = b"x" * (64 << 10), 0
-                try:
-                    self.wfile.write(b'{"id": "')
-                    while sent < total:
-                        self.wfile.write(chunk)
-                        sent += len(chunk)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-                finally:
-                    with server._lock:
-                        server.bytes_flooded.append(sent)
-                    self.close_connection = True
+                chunk = b"x" * (64 << 10)
+                self._write_body(itertools.chain([b'{"id": "'], itertools.repeat(chunk, total // len(chunk))),
+                                 server.bytes_flooded)
 
             def _drip(self, payload: bytes) -> None:
                 """A slow-loris reply: every read the client makes gets a byte in time, so only a
@@ -142,19 +134,25 @@ class ScriptedJudgeServer:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
+                self._write_body((payload[i:i + 1] for i in range(len(payload))), server.bytes_dripped,
+                                 pause_s=server.drip_s)
+
+            def _write_body(self, pieces: Iterable[bytes], tally: list[int], pause_s: float = 0.0) -> None:
+                """Writes ``pieces`` (a pause before each) until done, the client hangs up or the
+                server stops; the bytes written go to ``tally``."""
                 sent = 0
                 try:
-                    for i in range(len(payload)):
-                        if server._stop.wait(server.drip_s):
+                    for piece in pieces:
+                        if pause_s and server._stop.wait(pause_s):
                             break
-                        self.wfile.write(payload[i:i + 1])
+                        self.wfile.write(piece)
                         self.wfile.flush()
-                        sent += 1
+                        sent += len(piece)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
                     with server._lock:
-                        server.bytes_dripped.append(sent)
+                        tally.append(sent)
                     self.close_connection = True
 
             def _respond(self, mode: str, body: dict[str, Any]) -> None:
