@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
 from rubricgym.cli import main
 
 
+ROOT = Path(__file__).resolve().parents[2]
 OBJECTIVE = ["algorithm.ratio_level=token", "algorithm.loss_aggregation=token_mean",
              "algorithm.skip_zero_advantage=false"]
 TINY_WORD_TASK = ["model.name=tiny", "env.factory=trca-word", "env.max_steps=2",
@@ -86,6 +89,15 @@ def test_a_matched_study_trains_every_estimator_with_one_objective_and_one_first
         batches.add(tuple((t["task_id"], t["seed"], tuple(s["response"] for s in t["transitions"]))
                           for t in map(json.loads, first.read_text().splitlines())))
     assert len(objectives) == 1 and len(batches) == 1
+    # benchmarks/study_divergence.py reads the same: one first batch, the reference at distance 0
+    spec = importlib.util.spec_from_file_location("study_divergence", ROOT / "benchmarks" / "study_divergence.py")
+    divergence = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(divergence)
+    report = divergence.divergence(out)["seeds"]["0"]["estimators"]
+    assert set(report) == set(estimators)
+    assert all(r["same_responses_by_iteration"] == {"1": True} for r in report.values())
+    assert report["grpo"]["adapter_max_abs_difference"] == 0.0
+    assert all(r["rl_update_max_abs"] is not None for r in report.values())
     rows = list(csv.DictReader(open(out / "study.csv")))
     (runs["gigpo"] / "study_run.json").unlink()  # as if the study had stopped during that run
     kept = {e: (runs[e] / "study_run.json").stat().st_mtime_ns for e in estimators if e != "gigpo"}
