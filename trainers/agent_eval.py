@@ -13,8 +13,12 @@ module:function``, a user's own agent: called with the chat messages so far, a l
 its base model, through the pickle-free checkpoint reader). The prompt is the trainer's for that env (``rubricgym.prompts``, chat
 style); the transcript sent is stored with each episode.
 
-Episodes run ``--concurrency`` at a time, each in a worker process of its own (engines change
-process-wide state: never threads). A call that fails after its retries ends the episode as
+Episodes run ``--concurrency`` at a time in worker processes (engines change process-wide
+state: envs are stepped only on a worker's main thread, never in threads): one episode per
+process by default; with ``--workers W`` below the concurrency, each worker plays several
+episodes at once, an env each, and their endpoint calls are in flight together (asyncio; the
+blocking HTTP call waits in a thread, the env steps on the loop). Each record reaches the parent
+as its episode ends. A call that fails after its retries ends the episode as
 ``policy_error`` (counted as a failure: what the policy's endpoint did counts against it); an
 env that fails ends it as ``env_error`` (reported apart, not in the success rate). Every
 episode is appended to ``OUT/episodes.jsonl`` as it finishes; ``--resume`` skips the (task,
@@ -25,16 +29,18 @@ and the rubric's reward by step index.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import inspect
 import json
 import math
 import multiprocessing
+import queue
 import signal
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -102,6 +108,7 @@ class EvalSettings(BaseModel):
     samples: int = Field(1, ge=1)
     seed: int = 0
     concurrency: int = Field(1, ge=1)
+    workers: int | None = Field(None, ge=1, description="worker processes (default: one per episode in flight)")
     max_steps: int | None = Field(None, ge=1)
     out: str = "runs/eval"
     resume: bool = False
@@ -109,6 +116,15 @@ class EvalSettings(BaseModel):
     price_completion_per_mtok: float = Field(0.0, ge=0)
     policy: PolicySpec
     judge: EvalJudge | None = Field(None, description="--judge: DRACO verdicts, the K samples of a task one group")
+
+    @property
+    def worker_count(self) -> int:
+        return min(self.workers or self.concurrency, self.concurrency)
+
+    @property
+    def episodes_per_worker(self) -> int:
+        """Episodes a worker plays at once (its envs): the concurrency spread over the workers."""
+        return math.ceil(self.concurrency / self.worker_count)
 
     @model_validator(mode="after")
     def _groups(self) -> EvalSettings:
@@ -207,11 +223,15 @@ def trained_adapter(run_dir: Path) -> tuple[Any, Any, str]:
     return model, tokenizer, f"adapter:{run_dir.name}@{loaded.state.iteration}"
 
 
-def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample: int, seed: int,
-                 tools: Sequence[ToolSpec] = ()) -> dict[str, Any]:
-    """One episode; its record (never raises for what the policy or the env did). With
-    ``tools`` (``--native-tools``) a reply's function calls become the env response they stand
-    for (``response_from_tool_calls``); the step record keeps the calls as sent."""
+AskPolicy = Callable[[list[dict[str, str]], str, str], Awaitable[Reply]]
+
+
+async def play_episode(env: Any, ask: AskPolicy, env_id: str, task_id: str, sample: int, seed: int,
+                       tools: Sequence[ToolSpec] = ()) -> dict[str, Any]:
+    """One episode; its record (never raises for what the policy or the env did). The env is
+    stepped here, on the caller's thread; only the policy's answer is awaited. With ``tools``
+    (``--native-tools``) a reply's function calls become the env response they stand for
+    (``response_from_tool_calls``); the step record keeps the calls as sent."""
     settings = PromptSettings(style="chat")
     obs, info = env.reset(seed=seed, options={"task_id": task_id})
     view = EpisodeView.start(env, obs, info)
@@ -224,7 +244,7 @@ def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample
         messages = build_messages(view, settings)
         transcript.append(messages)
         try:
-            reply = policy(messages, env_id, task_id)
+            reply = await ask(messages, env_id, task_id)
         except Exception as exc:  # noqa: BLE001 - the policy's failure is the episode's outcome
             outcome, error = "policy_error", f"{type(exc).__name__}: {exc}"
             break
@@ -259,18 +279,38 @@ def play_episode(env: Any, policy: ChatPolicy, env_id: str, task_id: str, sample
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(settings: EvalSettings) -> None:
-    """A worker process's env and policy, built once (the engine's process-wide state stays
-    here). What fails to build is kept and becomes each episode's labelled outcome."""
+def _asker(kind: str, policy: ChatPolicy) -> AskPolicy:
+    """The policy as an awaitable. An endpoint's blocking HTTP call waits in a thread, so a
+    worker's episodes have their calls in flight together; a user's function and a local model
+    are called on the loop (one at a time: neither is assumed thread-safe)."""
+    if kind == "endpoint":
+        async def ask_endpoint(messages: list[dict[str, str]], env_id: str, task_id: str) -> Reply:
+            return await asyncio.to_thread(policy, messages, env_id, task_id)
+
+        return ask_endpoint
+
+    async def ask_here(messages: list[dict[str, str]], env_id: str, task_id: str) -> Reply:
+        return policy(messages, env_id, task_id)
+
+    return ask_here
+
+
+def _start_worker(settings: EvalSettings, records: Any) -> None:
+    """A worker process's envs (one per episode it plays at once) and policy, built once (the
+    engine's process-wide state stays here); ``records`` is the queue its episodes' records go
+    to. What fails to build is kept and becomes each episode's labelled outcome."""
     import gymnasium as gym  # lazy CLI: imported in the worker process that plays
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
     kwargs = {**settings.env_kwargs, **({"max_steps": settings.max_steps} if settings.max_steps else {})}
-    _WORKER["tools"] = []
-    for name, build, outcome in (("env", lambda: gym.make(settings.env_id, **kwargs), "env_error"),
-                                 ("tools", lambda: tool_surface(settings.env_id, **settings.env_kwargs)
-                                  if settings.policy.native_tools else [], "policy_error"),
-                                 ("policy", lambda: build_policy(settings.policy, _WORKER["tools"]), "policy_error")):
+    _WORKER.update(records=records, tools=[], envs=[])
+    for name, build, outcome in (
+            ("envs", lambda: [gym.make(settings.env_id, **kwargs) for _ in range(settings.episodes_per_worker)],
+             "env_error"),
+            ("tools", lambda: tool_surface(settings.env_id, **settings.env_kwargs)
+             if settings.policy.native_tools else [], "policy_error"),
+            ("ask", lambda: _asker(settings.policy.kind, build_policy(settings.policy, _WORKER["tools"])),
+             "policy_error")):
         try:
             _WORKER[name] = build()
         except Exception as exc:  # noqa: BLE001 - reported in every episode record, never a dead pool
@@ -278,16 +318,33 @@ def _start_worker(settings: EvalSettings) -> None:
             return
 
 
-def _worker_episode(env_id: str, task_id: str, sample: int, seed: int) -> dict[str, Any]:
-    if "broken" in _WORKER:
-        outcome, error = _WORKER["broken"]
-        return {"env_id": env_id, "task_id": task_id, "sample": sample, "seed": seed, "outcome": outcome,
-                "success": False, "score": None, "steps": 0, "return": 0.0, "env_return": 0.0, "prompt_tokens": 0,
-                "completion_tokens": 0, "error": error, "step_records": [], "transcript": []}
-    record = play_episode(_WORKER["env"], _WORKER["policy"], env_id, task_id, sample, seed, _WORKER["tools"])
+def _broken_record(env_id: str, task_id: str, sample: int, seed: int) -> dict[str, Any]:
+    outcome, error = _WORKER["broken"]
+    return {"env_id": env_id, "task_id": task_id, "sample": sample, "seed": seed, "outcome": outcome,
+            "success": False, "score": None, "steps": 0, "return": 0.0, "env_return": 0.0, "prompt_tokens": 0,
+            "completion_tokens": 0, "error": error, "step_records": [], "transcript": []}
+
+
+def _worker_batch(env_id: str, jobs: Sequence[tuple[str, int, int]]) -> int:
+    """Play ``jobs`` (at most one per env of this worker) at once; each record goes to the queue
+    as its episode ends. Returns how many were played."""
+    records = _WORKER["records"]
     # the policy's key was read here, not in the parent that writes the record: an endpoint
     # that echoes it (in a reply, an error) must not carry it to disk
-    return redact_json(record)
+    if "broken" in _WORKER:
+        for job in jobs:
+            records.put(redact_json(_broken_record(env_id, *job)))
+        return len(jobs)
+
+    async def play(env: Any, task_id: str, sample: int, seed: int) -> None:
+        record = await play_episode(env, _WORKER["ask"], env_id, task_id, sample, seed, _WORKER["tools"])
+        records.put(redact_json(record))
+
+    async def play_all() -> None:
+        await asyncio.gather(*(play(env, *job) for env, job in zip(_WORKER["envs"], jobs, strict=False)))
+
+    asyncio.run(play_all())
+    return len(jobs)
 
 
 def done_pairs(path: Path) -> set[tuple[str, int]]:
@@ -357,7 +414,7 @@ def summarize(records: Sequence[dict[str, Any]], settings: EvalSettings) -> dict
 def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
     # lazy: run_files loads the trainer's checkpoint code (torch, peft); the spawned workers
     # import this module for their episodes and need none of it
-    from rubricgym.trainers.run_files import append_run_line, drop_partial_line, refuse_links_outside, write_run_file
+    from rubricgym.trainers.run_files import drop_partial_line, refuse_links_outside, write_run_file
 
     out = Path(settings.out)
     if out.exists():
@@ -371,27 +428,7 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
     jobs = [(task, sample, settings.seed + 1000 * sample + i) for i, task in enumerate(settings.tasks)
             for sample in range(settings.samples) if (task, sample) not in done]
     if jobs:
-        # spawn: torch and the engines are not fork-safe once loaded (env ids register on import)
-        with ProcessPoolExecutor(max_workers=min(settings.concurrency, len(jobs)),
-                                 mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
-                                 initargs=(settings,)) as pool:
-            pending: set[Future[dict[str, Any]]] = {pool.submit(_worker_episode, settings.env_id, task, sample, seed)
-                                                    for task, sample, seed in jobs}
-            finished = 0
-            try:
-                while pending:
-                    ready, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in ready:
-                        record = future.result()
-                        append_run_line(episodes, json.dumps(record, default=str))
-                        finished += 1
-                        if progress is not None:
-                            progress(record, finished, len(jobs))
-            except KeyboardInterrupt:  # every finished episode is on disk; the ones in flight are dropped
-                pool.shutdown(wait=False, cancel_futures=True)
-                for child in multiprocessing.active_children():
-                    child.terminate()
-                raise
+        _play(settings, jobs, episodes, progress)
     records = [r for _, r in iter_json_lines(episodes, what="an episode record")] if episodes.exists() else []
     records.sort(key=lambda r: (str(r["task_id"]), int(r["sample"])))  # file order depends on finishing order
     summary = summarize(records, settings)
@@ -402,6 +439,39 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
         summary["draco"]["per_episode"] = judged.scores
     write_run_file(out / SUMMARY_FILE, json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def _play(settings: EvalSettings, jobs: list[tuple[str, int, int]], episodes: Path,
+          progress: Callable[[dict[str, Any], int, int], None] | None) -> None:
+    """Play ``jobs`` on the worker processes, a batch of ``episodes_per_worker`` per task, and
+    append each record to ``episodes`` as it arrives (its episode has ended)."""
+    from rubricgym.trainers.run_files import append_run_line
+
+    ctx = multiprocessing.get_context("spawn")  # torch and the engines are not fork-safe once loaded
+    records: Any = ctx.Queue()
+    size = settings.episodes_per_worker
+    with ProcessPoolExecutor(max_workers=min(settings.worker_count, math.ceil(len(jobs) / size)), mp_context=ctx,
+                             initializer=_start_worker, initargs=(settings, records)) as pool:
+        batches = [pool.submit(_worker_batch, settings.env_id, jobs[i:i + size]) for i in range(0, len(jobs), size)]
+        finished = 0
+        try:
+            while finished < len(jobs):
+                try:
+                    record = records.get(timeout=0.2)
+                except queue.Empty:
+                    for batch in batches:  # a worker that died, or a bug: the run stops with it
+                        if batch.done() and batch.exception() is not None:
+                            raise batch.exception()  # type: ignore[misc]
+                    continue
+                append_run_line(episodes, json.dumps(record, default=str))
+                finished += 1
+                if progress is not None:
+                    progress(record, finished, len(jobs))
+        except KeyboardInterrupt:  # every finished episode is on disk; the ones in flight are dropped
+            pool.shutdown(wait=False, cancel_futures=True)
+            for child in multiprocessing.active_children():
+                child.terminate()
+            raise
 
 
 class EvalProgress:
@@ -460,7 +530,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--max-tokens", type=int, default=256, help="response tokens per turn")
     parser.add_argument("--max-steps", type=int, help="steps per episode (default: the env's)")
-    parser.add_argument("--concurrency", type=int, default=1, help="episodes in flight, one worker process each")
+    parser.add_argument("--concurrency", type=int, default=1, help="episodes in flight")
+    parser.add_argument("--workers", type=int, help="worker processes (default: one per episode in flight; fewer: "
+                        "each plays several episodes at once, their endpoint calls overlapping)")
     parser.add_argument("--out", default="runs/eval")
     parser.add_argument("--resume", action="store_true", help="continue OUT/episodes.jsonl")
     parser.add_argument("--price-prompt", type=float, default=0.0, help="USD per 1M prompt tokens")
@@ -549,7 +621,7 @@ def run(args: argparse.Namespace) -> int:
             available = list(task_ids(env_id, split=args.split, **env_kwargs))
             tasks = available[: args.n] if args.n else available
         settings = EvalSettings(
-            env_id=env_id, env_kwargs=env_kwargs, tasks=tasks, samples=args.samples, seed=args.seed, concurrency=args.concurrency,
+            env_id=env_id, env_kwargs=env_kwargs, tasks=tasks, samples=args.samples, seed=args.seed, concurrency=args.concurrency, workers=args.workers,
             max_steps=args.max_steps, out=args.out, resume=args.resume, price_prompt_per_mtok=args.price_prompt,
             price_completion_per_mtok=args.price_completion,
             policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,

@@ -85,3 +85,32 @@ def test_concurrency_4_and_1_give_the_same_episodes(tmp_path):
     assert len(runs[1]) == 4 and runs[1] == runs[4]
     assert {r["outcome"] for r in runs[1]} == {"truncated"} and all(r["steps"] == 2 for r in runs[1])
     assert len({r["task_id"] for r in runs[1]}) == 4 and all(s["accepted"] for r in runs[1] for s in r["step_records"])
+
+
+@pytest.mark.slow
+def test_one_worker_keeps_its_episodes_endpoint_calls_in_flight_together(tmp_path, monkeypatch):
+    """--concurrency 4 --workers 1: one worker process plays 4 episodes at once (an env each, the
+    envs stepped on its one loop), the 4 endpoint calls in flight together at the server, and
+    the episodes are those of one episode at a time."""
+    from judge_test_servers import ScriptedJudgeServer
+
+    monkeypatch.setenv("RUBRICGYM_TEST_EVAL_KEY", "no-key")
+    server = ScriptedJudgeServer(delay_s=0.5)  # each answer takes a while: overlapping calls show
+    server.answer = lambda body: "<action>search[capital of France]</action>"
+    runs = {}
+    try:
+        for concurrency, workers in ((1, 1), (4, 1)):
+            out = tmp_path / f"c{concurrency}"
+            assert main(["eval", "--env", "SearchQA-Rubric-v0", "--n", "4", "--max-steps", "2", "--policy", "endpoint",
+                         "--base-url", server.base_url, "--model", "scripted", "--api-key-env",
+                         "RUBRICGYM_TEST_EVAL_KEY", "--concurrency", str(concurrency), "--workers", str(workers),
+                         "--out", str(out)]) == 0
+            if concurrency == 1:
+                assert server.peak_in_flight == 1
+            records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+            runs[concurrency] = sorted(records, key=lambda r: (r["task_id"], r["sample"]))
+    finally:
+        server.stop()
+    assert server.peak_in_flight == 4  # one process, four calls at once
+    assert len(runs[1]) == 4 and runs[1] == runs[4]
+    assert all(r["steps"] == 2 and r["outcome"] == "truncated" for r in runs[1])
