@@ -14,6 +14,7 @@ DATA_SUFFIXES = {".yaml", ".json", ".md", ".tw-pddl"}
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("source-tree-wheel")  # both build in the source tree (build/, *.egg-info)
 def test_wheel_contains_all_packages_and_data(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(tmp_path)],
                    check=True, capture_output=True)

@@ -167,6 +167,7 @@ def test_example_plugin_adds_its_env_and_validates_and_trains(tmp_path):
 
 # -- the wheel with core dependencies only -----------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.xdist_group("source-tree-wheel")  # both build in the source tree (build/, *.egg-info)
 def test_wheel_imports_with_core_dependencies_and_names_every_extra(tmp_path):
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT),
