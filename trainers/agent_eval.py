@@ -445,7 +445,7 @@ def _play(settings: EvalSettings, jobs: list[tuple[str, int, int]], episodes: Pa
           progress: Callable[[dict[str, Any], int, int], None] | None) -> None:
     """Play ``jobs`` on the worker processes, a batch of ``episodes_per_worker`` per task, and
     append each record to ``episodes`` as it arrives (its episode has ended)."""
-    from rubricgym.trainers.run_files import append_run_line
+    from rubricgym.trainers.run_files import append_run_line  # lazy CLI: run_files loads torch (see run_eval)
 
     ctx = multiprocessing.get_context("spawn")  # torch and the engines are not fork-safe once loaded
     records: Any = ctx.Queue()
