@@ -48,6 +48,11 @@ class GoldHashCache:
                 self._hashes.move_to_end(key)
             return found
 
+    def clear(self) -> None:
+        """Forget every gold hash (the next evaluation of any task builds its gold again)."""
+        with self._lock:
+            self._hashes.clear()
+
     def put(self, key: str, hashes: GoldHashes) -> None:
         with self._lock:
             self.builds += 1
