@@ -76,10 +76,8 @@ class GoldEnvironment:
                                    "message_history": message_history})
 
     def make_tool_call(self, tool_name: str, requestor: str = "assistant", **arguments: Any) -> Any:
-        if self._real is not None:
-            return self._real.make_tool_call(tool_name, requestor=requestor, **arguments)
-        self._calls.append(("make_tool_call", {"tool_name": tool_name, "requestor": requestor, **arguments}))
-        return None  # tau2's gold loop ignores the result; its errors surface when the state is built
+        # tau2's gold loop ignores the result; a recorded call's errors surface when the state is built
+        return self._record("make_tool_call", {"tool_name": tool_name, "requestor": requestor, **arguments})
 
     def get_db_hash(self) -> str | None:
         return self._hashes()[0]
@@ -105,11 +103,12 @@ class GoldEnvironment:
             self._real = env
         return self._real
 
-    def _record(self, kind: str, kwargs: dict[str, Any]) -> None:
+    def _record(self, kind: str, kwargs: dict[str, Any]) -> Any:
+        """Kept for the fingerprint until the real environment exists; then passed on to it."""
         if self._real is not None:
-            getattr(self._real, kind)(**kwargs)
-            return
+            return getattr(self._real, kind)(**kwargs)
         self._calls.append((kind, kwargs))
+        return None
 
     def _key(self) -> str:
         text = json.dumps(to_jsonable_python(self._calls, fallback=repr), sort_keys=True, default=repr)
