@@ -107,9 +107,9 @@ class SandboxedEvaluator:
         return process
 
     def prepare(self, task_id: str) -> None:
-        """Have the task's start state loaded while the episode plays (no answer is read); only
-        once the process runs: it starts at the first evaluation (an env that never evaluates
-        never pays for it), which loads the start state itself."""
+        """Have the task's start state loaded, and its end databases built as copies of it, while
+        the episode plays (no answer is read); only once the process runs: it starts at the first
+        evaluation (an env that never evaluates never pays for it), which prepares for itself."""
         with self._lock:
             if self._process is None or not self._process.alive():
                 return

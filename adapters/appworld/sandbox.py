@@ -154,6 +154,6 @@ def evaluator_sandbox(bwrap: str, python: Path, scripts: Sequence[Path], data_ro
                       control_socket_dir: Path) -> Sandbox:
     """The evaluator's sandbox: the whole data root read-only (ground truth included), the apps'
     control socket folder read-only, ``experiments/outputs`` an empty in-memory folder (where
-    the end state it reads from the apps is laid out), no network."""
+    AppWorld's evaluation reads the end state's model hashes), no network."""
     return _appworld_sandbox(bwrap, python, scripts, data_root, read_only=[control_socket_dir],
                              scratch=[data_root / "experiments" / "outputs"])

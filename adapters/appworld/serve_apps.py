@@ -12,9 +12,11 @@ Two Unix sockets, one process (the databases live in memory here):
 * ``--control-uds``: rubricgym's, not bound into the code shell's sandbox. ``POST /open``
   loads a task's start state (what a local ``AppWorld`` does at initialization: its
   databases in memory, the clock frozen at the task's time, the random seed);
-  ``GET /end_state`` hands the evaluator the world's databases as they are now (SQLite
-  images, in memory) and their model hashes: one JSON line (task, hashes, each image's size),
-  then the images back to back (no base64: 2.8 MB a world).
+  ``GET /end_state`` hands the evaluator the world's databases that changed since ``/open``
+  (SQLite images, in memory) and every app's model hashes: one JSON line (task, hashes, each
+  sent image's size, the apps left as they started), then the images back to back (no base64).
+  An episode changes one or two apps' databases of a world's 2.8 MB; the evaluator has the
+  start state of the others already.
 
 Requests on both sockets are served one at a time (one world, one set of connections).
 """
@@ -40,6 +42,7 @@ class World:
         self.apps: frozenset[str] = frozenset()
         self.home = ""
         self.freezer: Any = None
+        self.start_images: dict[str, bytes] = {}
         self.lock = asyncio.Lock()
 
     def close(self) -> None:
@@ -48,7 +51,7 @@ class World:
         if self.freezer is not None:
             unset_local_date_and_time(self.freezer)
         clear_local_dbs_cache()
-        self.task_id, self.apps, self.freezer = None, frozenset(), None
+        self.task_id, self.apps, self.freezer, self.start_images = None, frozenset(), None, {}
 
     def open(self, task_id: str) -> list[str]:
         """The task's start state, as ``AppWorld.__init__`` prepares it locally (without ground truth)."""
@@ -76,18 +79,28 @@ class World:
         set_local_random_seed(defaults.random_seed)
         set_local_show_api_response_schemas(defaults.show_api_response_schemas)
         self.task_id, self.apps, self.home = task_id, frozenset(apps), home
+        self.start_images = self.images()
         return apps
 
-    def end_state(self) -> bytes:
-        """A JSON line (task, the model hashes AppWorld saves with its databases, each image's
-        size), then each app's database as a SQLite image."""
-        from appworld.apps.model_lib import ModelHashHandler  # AppWorld's venv: this script runs there
+    def images(self) -> dict[str, bytes]:
+        """Each app's database as a SQLite image (a copy of its pages: ~1 ms a world)."""
         from appworld.common.utils import import_models_module  # AppWorld's venv: this script runs there
 
-        images = {app: import_models_module(app).SQLModel.db.connection.serialize() for app in sorted(self.apps)}
+        return {app: import_models_module(app).SQLModel.db.connection.serialize() for app in sorted(self.apps)}
+
+    def end_state(self) -> bytes:
+        """A JSON line (task, the model hashes AppWorld saves with its databases, each changed
+        image's size, the unchanged apps), then each changed app's database as a SQLite image.
+        Unchanged means byte for byte the image ``open`` took: a write that changed any row
+        changed a page, so no change passes for none."""
+        from appworld.apps.model_lib import ModelHashHandler  # AppWorld's venv: this script runs there
+
+        images = self.images()
+        changed = {app: image for app, image in images.items() if image != self.start_images.get(app)}
         hashes = {app: dict(models) for app, models in ModelHashHandler.data[self.home].items()}
-        head = {"task_id": self.task_id, "model_hashes": hashes, "sizes": {app: len(b) for app, b in images.items()}}
-        return b"".join([json.dumps(head).encode(), b"\n", *images.values()])
+        head = {"task_id": self.task_id, "model_hashes": hashes, "sizes": {app: len(b) for app, b in changed.items()},
+                "unchanged": sorted(set(images) - set(changed))}
+        return b"".join([json.dumps(head).encode(), b"\n", *changed.values()])
 
 
 def apis_app(world: World) -> Any:

@@ -7,11 +7,17 @@ process that runs the code (``sandbox=False``, AppWorld's own layout), so the te
 
 from __future__ import annotations
 
+import json
+import runpy
+import sqlite3
+from pathlib import Path
+
 import gymnasium as gym
 import pytest
 from appworld_helpers import task
 
 import rubricgym
+import rubricgym.adapters.appworld
 
 pytestmark = pytest.mark.slow
 WRITES = {  # each deletes every note: the task's note with it
@@ -85,3 +91,59 @@ def test_agent_code_reaches_the_apps_only_through_their_apis(envs):
     for line, route in zip(lines[1:3], ("dbs", "clock")):  # AppWorld's state routes do not
         assert line.startswith(f"{route} refused") and "404" in line and "No app named" in line, obs
     assert lines[3] == "no control: FileNotFoundError", obs  # the control socket is not in the shell's view
+
+
+def test_the_end_state_carries_only_the_databases_the_episode_changed(envs):
+    """The evaluator is sent the changed apps' images; the others it copies from the start
+    state it loaded. An episode that changes nothing sends no image and fails evaluation, also
+    right after the same task was solved (no end state carries over)."""
+    env = envs["sandboxed"]
+    adapter = env.unwrapped.adapter
+    task_id = task("notebyname")["id"]
+
+    def end_state() -> tuple[dict, bytes]:
+        with adapter.server.http_client(timeout_s=30, control=True) as client:
+            body = client.get("/end_state", params={"task_id": task_id}).raise_for_status().content
+        head, _, images = body.partition(b"\n")
+        return json.loads(head), images
+
+    env.reset(options={"task_id": task_id})
+    head, images = end_state()
+    assert head["sizes"] == {} and images == b"" and "simple_note" in head["unchanged"], head
+    assert set(head["unchanged"]) >= {"admin", "supervisor", "simple_note"}
+    _, reward, terminated, _, info = env.step(adapter.grammar.render("apis.supervisor.complete_task()"))
+    assert terminated and reward == 0.0 and not info["outcome"].success, info  # evaluated: the start state fails
+
+    env.reset(options={"task_id": task_id})
+    plan = rubricgym.get_spec("AppWorld-Rubric-v0").load_expert()(adapter)
+    for action in plan[:-1]:
+        env.step(adapter.grammar.render(action))
+    head, images = end_state()
+    assert "simple_note" in head["sizes"] and "simple_note" not in head["unchanged"], head
+    assert sum(head["sizes"].values()) == len(images) and head["unchanged"], head
+    with sqlite3.connect(":memory:") as db:  # a sent image is a database: the notes are there
+        offset = sum(size for app, size in head["sizes"].items() if app < "simple_note")
+        db.deserialize(images[offset:offset + head["sizes"]["simple_note"]])
+        assert db.execute("SELECT COUNT(*) FROM notes").fetchone()[0] > 0
+    _, reward, terminated, _, info = env.step(adapter.grammar.render(plan[-1]))
+    assert terminated and reward == 1.0 and info["outcome"].success, info
+
+    env.reset(options={"task_id": task_id})  # the solved episode's end state is not this one's
+    _, reward, terminated, _, info = env.step(adapter.grammar.render("apis.supervisor.complete_task()"))
+    assert terminated and reward == 0.0 and not info["outcome"].success, info
+
+
+@pytest.mark.parametrize("head", [
+    {"sizes": {"simple_note": 10}, "unchanged": ["admin"]},  # an app of the task missing
+    {"sizes": {"simple_note": 10}, "unchanged": ["admin", "supervisor", "spotify"]},  # one it does not have
+    {"sizes": {"simple_note": 10}, "unchanged": ["admin", "supervisor", "simple_note"]},  # sent and unchanged
+    {"sizes": {"simple_note": 10}},  # no unchanged list
+    {"sizes": {"simple_note": 10}, "unchanged": "admin,supervisor"},
+])
+def test_an_end_state_that_does_not_cover_the_tasks_apps_exactly_is_refused(head):
+    evaluate_app = runpy.run_path(str(Path(rubricgym.adapters.appworld.__file__).with_name("evaluate_app.py")))
+    task_apps = ["simple_note", "admin", "supervisor"]
+    assert evaluate_app["end_state_apps"]({"sizes": {"simple_note": 10}, "unchanged": ["admin", "supervisor"]},
+                                          task_apps) == ({"simple_note": 10}, {"admin", "supervisor"})
+    with pytest.raises(RuntimeError, match="end state"):
+        evaluate_app["end_state_apps"](head, task_apps)
