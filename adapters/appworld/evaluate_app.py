@@ -120,17 +120,21 @@ class EndStates:
         forget_memory_state("task_output", task_id)
         start_home = get_db_home_path(storage_type="memory", type="task_input", task_id=task_id)
         end_home = get_db_home_path(storage_type="memory", type="task_output", task_id=task_id)
+        try:
+            for app in apps:
+                start = CachedDBHandler.get(db_home_to_app_path(start_home, app))
+                if start is None:
+                    raise RuntimeError(f"the start state of {task_id!r} has no {app!r} database")
+                path = db_home_to_app_path(end_home, app)
+                engine = get_db_engine(path)
+                start[0].raw_connection().connection.backup(engine.raw_connection().connection)
+                tracker = DBChangesTracker(engine)
+                tracker.restart()
+                CachedDBHandler.set(path, engine, tracker)
+        except BaseException:  # half an end state is none: the evaluation builds it again
+            forget_memory_state("task_output", task_id)
+            raise
         self.task_id = task_id
-        for app in apps:
-            start = CachedDBHandler.get(db_home_to_app_path(start_home, app))
-            if start is None:
-                raise RuntimeError(f"the start state of {task_id!r} has no {app!r} database")
-            path = db_home_to_app_path(end_home, app)
-            engine = get_db_engine(path)
-            start[0].raw_connection().connection.backup(engine.raw_connection().connection)
-            tracker = DBChangesTracker(engine)
-            tracker.restart()
-            CachedDBHandler.set(path, engine, tracker)
 
     def load(self, task_id: str, head: dict, images: memoryview, apps: list[str], dbs_dir: str) -> None:
         """The changed apps' images over their start copies; the model hashes into ``dbs_dir``

@@ -8,8 +8,10 @@ process that runs the code (``sandbox=False``, AppWorld's own layout), so the te
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import gymnasium as gym
@@ -18,6 +20,7 @@ from appworld_helpers import task
 
 import rubricgym
 import rubricgym.adapters.appworld
+from rubricgym.adapters.appworld.paths import appworld_python, offline_data_root
 
 pytestmark = pytest.mark.slow
 WRITES = {  # each deletes every note: the task's note with it
@@ -147,3 +150,29 @@ def test_an_end_state_that_does_not_cover_the_tasks_apps_exactly_is_refused(head
                                           task_apps) == ({"simple_note": 10}, {"admin", "supervisor"})
     with pytest.raises(RuntimeError, match="end state"):
         evaluate_app["end_state_apps"](head, task_apps)
+
+
+def test_an_end_state_that_fails_halfway_through_its_build_is_not_kept():
+    """A build that fails on one app (here: one the start state lacks) leaves no end databases
+    and no task marked prepared, so the evaluation builds them afresh instead of evaluating half."""
+    task_id = task("notebyname")["id"]
+    script = f"""
+import runpy
+from appworld import update_root
+update_root({str(offline_data_root())!r})
+evaluate_app = runpy.run_path({str(Path(rubricgym.adapters.appworld.__file__).with_name("evaluate_app.py"))!r})
+from appworld.apps.model_lib import CachedDBHandler, get_db_home_path
+starts, ends = evaluate_app["StartStates"](), evaluate_app["EndStates"]()
+apps = evaluate_app["prepare"]({task_id!r}, starts, ends)
+end_home = get_db_home_path(storage_type="memory", type="task_output", task_id={task_id!r}) + "/"
+print("built", ends.task_id, sum(end_home in key for key in CachedDBHandler.cache) == len(apps))
+try:
+    ends.build({task_id!r}, [*apps, "no_such_app"])
+except RuntimeError as exc:
+    print("refused", "no_such_app" in str(exc))
+print("kept", ends.task_id, sum(end_home in key for key in CachedDBHandler.cache))
+"""
+    done = subprocess.run([str(appworld_python()), "-c", script], capture_output=True, text=True, timeout=300,
+                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(Path.home())})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-3:] == [f"built {task_id} True", "refused True", "kept None 0"], done.stdout
