@@ -30,8 +30,8 @@ from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
-WORD_CLI = ROOT / "tests" / "trainer" / "word_cli.py"  # the CLI with env.factory=word registered
 SCRIPT = Path(__file__).with_name("distributed_run.py")
+ACCELERATE = Path(sys.executable).with_name("accelerate")
 SETTINGS = [
     "model.name=tiny", "env.factory=word", "env.max_steps=2",
     "algorithm.advantage=grpo", "algorithm.group_size=3", "algorithm.tasks_per_iteration=2",
@@ -73,18 +73,32 @@ def launch_ranks(args: list[str], world: int = 2, **extra: str) -> list[subproce
     return procs
 
 
-def finish(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
+def accelerate_launch(config: str, args: list[str], **extra: str) -> subprocess.Popen:
+    """``accelerate launch`` with the shipped ``configs/accelerate/<config>.yaml`` starting 2 ranks
+    of distributed_run.py (what a user runs, with the tests' hooks)."""
+    cmd = [str(ACCELERATE), "launch", "--config_file", str(ROOT / "configs" / "accelerate" / f"{config}.yaml"),
+           "--num_processes", "2", "--main_process_port", str(free_port()), str(SCRIPT), *args]
+    return subprocess.Popen(cmd, env=child_env(**extra), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def finish_with_output(procs: list[subprocess.Popen]) -> list[tuple[int, str, str]]:
+    """(exit code, stdout, stderr) of each process; one still running after HANG_GUARD_S is killed."""
     out = []
     try:
         for p in procs:
-            _, err = p.communicate(timeout=HANG_GUARD_S)
-            out.append((p.returncode, err))
+            stdout, err = p.communicate(timeout=HANG_GUARD_S)
+            out.append((p.returncode, stdout, err))
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
     return out
+
+
+def finish(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
+    return [(code, err) for code, _, err in finish_with_output(procs)]
 
 
 def assert_all_succeeded(out: list[tuple[int, str]]) -> None:
@@ -119,19 +133,24 @@ def load_samples(path: Path) -> list[StepSample]:
 
 class SharedRuns:
     """2-rank runs that several tests compare against, each launched once per module: the
-    same settings and environment give the same run, so a test asks for it by those."""
+    same settings, launcher and environment give the same run, so a test asks for it by those.
+    ``accelerate`` names a shipped accelerate config to launch through (else the processes get
+    the environment torchrun sets); ``stdout`` keeps what the launch printed."""
 
     def __init__(self, root: Path):
         self.root = root
         self.runs: dict[tuple, Path] = {}
+        self.stdout: dict[Path, str] = {}
 
-    def get(self, name: str, settings: list[str], **env: str) -> Path:
-        key = (tuple(settings), tuple(sorted(env.items())))
+    def get(self, name: str, settings: list[str], accelerate: str | None = None, **env: str) -> Path:
+        key = (tuple(settings), accelerate, tuple(sorted(env.items())))
         if key not in self.runs:
-            out = finish(launch_ranks([*cli_args(settings), "--set", f"run.name={name}", "--output-dir",
-                                       str(self.root)], **env))
-            assert_all_succeeded(out)
+            args = [*cli_args(settings), "--set", f"run.name={name}", "--output-dir", str(self.root)]
+            procs = [accelerate_launch(accelerate, args, **env)] if accelerate else launch_ranks(args, **env)
+            out = finish_with_output(procs)
+            assert_all_succeeded([(code, err) for code, _, err in out])
             self.runs[key] = self.root / name
+            self.stdout[self.root / name] = "".join(stdout for _, stdout, _ in out)
         return self.runs[key]
 
 
@@ -262,24 +281,40 @@ def resume_and_compare(cut: Path, full: Path) -> None:
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.slow
 def replicated_run(shared_runs: SharedRuns) -> Path:
-    """The FSDP_SETTINGS run on 2 replicated ranks (what every sharded run must equal)."""
-    return shared_runs.get("replicated", FSDP_SETTINGS)
+    """The FSDP_SETTINGS run on 2 replicated ranks (what every sharded run must equal), started
+    by ``accelerate launch`` with the shipped configs/accelerate/ddp.yaml."""
+    return shared_runs.get("replicated", FSDP_SETTINGS, accelerate="ddp")
+
+
+# the shardings a shipped accelerate config asks for: those runs are launched through it, as a
+# user launches them; the launcher then names the sharding (no run setting)
+SHIPPED_CONFIG = {"run.fsdp=true": "fsdp", "run.deepspeed_zero=2": "deepspeed_zero2",
+                  "run.deepspeed_zero=3": "deepspeed_zero3"}
 
 
 def sharded_run(shared_runs: SharedRuns, setting: str) -> tuple[Path, Path]:
-    """The FSDP_SETTINGS run with one sharding setting, recording each rank's samples: (run, record)."""
+    """The FSDP_SETTINGS run with one sharding, recording each rank's samples: (run, record).
+    The sharding comes from the shipped accelerate config for it (SHIPPED_CONFIG), else from
+    ``setting`` (ZeRO-1); a resumed run that sets ``setting`` instead must still match it."""
     record = shared_runs.root / f"record-{setting.replace('=', '-')}"
     record.mkdir(exist_ok=True)
     name = setting.split(".", 1)[1].replace("=", "-").replace("_", "-")
-    return shared_runs.get(name, [*FSDP_SETTINGS, setting], RUBRICGYM_TEST_RECORD=str(record)), record
+    config = SHIPPED_CONFIG.get(setting)
+    settings = FSDP_SETTINGS if config else [*FSDP_SETTINGS, setting]
+    return shared_runs.get(name, settings, accelerate=config, RUBRICGYM_TEST_RECORD=str(record)), record
+
+
+def rl_lines(run_dir: Path) -> list[dict]:
+    """The RL iterations' metrics lines (the warm start's lines carry no process count)."""
+    return [m for m in metrics(run_dir) if "processes" in m]
 
 
 @pytest.mark.slow
 def test_fsdp_trains_like_replicated_processes(shared_runs):
-    """run.fsdp shards the base model and the adapter over 2 ranks: warm start, evaluations and
-    RL give the replicated (DDP) run's metrics and adapter, within float tolerance."""
+    """FSDP (configs/accelerate/fsdp.yaml) shards the base model and the adapter over 2 ranks:
+    warm start, evaluations and RL give the replicated (DDP) run's metrics and adapter, within
+    float tolerance."""
     fsdp_run, record = sharded_run(shared_runs, "run.fsdp=true")
     replicated_dir = replicated_run(shared_runs)
     sharded, replicated = metrics(fsdp_run), metrics(replicated_dir)
@@ -306,9 +341,10 @@ def test_an_fsdp_run_resumes_exactly(tmp_path, shared_runs):
 
 @pytest.mark.slow
 def test_deepspeed_zero_trains_like_replicated_processes(shared_runs):
-    """run.deepspeed_zero at stages 1, 2 and 3 (optimizer state, gradients, weights partitioned):
-    the warm start, evaluations and RL give the replicated run's metrics and adapter, within
-    float tolerance, while the ranks roll out 2 groups and 1."""
+    """DeepSpeed ZeRO at stages 1 (run.deepspeed_zero=1), 2 and 3 (the shipped accelerate configs):
+    optimizer state, gradients, weights partitioned; the warm start, evaluations and RL give the
+    replicated run's metrics and adapter, within float tolerance, while the ranks roll out 2
+    groups and 1."""
     replicated_dir = replicated_run(shared_runs)
     replicated = metrics(replicated_dir)
     for stage in (1, 2, 3):
@@ -432,45 +468,29 @@ def test_deepspeed_missing_is_a_clear_error(monkeypatch):
 
 
 @pytest.mark.slow
-def test_accelerate_launch_with_the_shipped_fsdp_config_shards_the_model(tmp_path):
-    settings = [*SETTINGS, "run.iterations=1"]
-    cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", "--config_file",
-           str(ROOT / "configs" / "accelerate" / "fsdp.yaml"), "--num_processes", "2", "--main_process_port",
-           str(free_port()), str(WORD_CLI), "train", *cli_args(settings), "--set", "run.name=acc-fsdp",
-           "--output-dir", str(tmp_path)]
-    out = subprocess.run(cmd, env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
-    assert out.returncode == 0, out.stderr[-3000:]
-    logged = metrics(tmp_path / "acc-fsdp")
-    assert [(m["processes"], m["fsdp"]) for m in logged] == [(2, 1)] and logged[0]["trained_samples"] > 0
-    assert "2 processes, FSDP" in out.stdout
+def test_accelerate_launch_with_the_shipped_fsdp_config_shards_the_model(shared_runs):
+    run, _ = sharded_run(shared_runs, "run.fsdp=true")  # launched through configs/accelerate/fsdp.yaml
+    logged = rl_lines(run)
+    assert [(m["processes"], m["fsdp"]) for m in logged] == [(2, 1)] * 2 and all(m["trained_samples"] > 0 for m in logged)
+    assert "2 processes, FSDP" in shared_runs.stdout[run]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", [2, 3])
-def test_accelerate_launch_with_a_shipped_deepspeed_config_trains_through_zero(tmp_path, stage):
-    settings = [*SETTINGS, "run.iterations=1"]
-    cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", "--config_file",
-           str(ROOT / "configs" / "accelerate" / f"deepspeed_zero{stage}.yaml"), "--num_processes", "2",
-           "--main_process_port", str(free_port()), str(WORD_CLI), "train", *cli_args(settings), "--set",
-           "run.name=acc-zero", "--output-dir", str(tmp_path)]
-    out = subprocess.run(cmd, env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
-    assert out.returncode == 0, out.stderr[-3000:]
-    logged = metrics(tmp_path / "acc-zero")
-    assert [(m["processes"], m["deepspeed_zero"]) for m in logged] == [(2, stage)] and logged[0]["trained_samples"] > 0
-    assert f"2 processes, DeepSpeed ZeRO-{stage}" in out.stdout
+def test_accelerate_launch_with_a_shipped_deepspeed_config_trains_through_zero(shared_runs, stage):
+    run, _ = sharded_run(shared_runs, f"run.deepspeed_zero={stage}")  # through deepspeed_zero{stage}.yaml
+    logged = rl_lines(run)
+    assert [(m["processes"], m["deepspeed_zero"]) for m in logged] == [(2, stage)] * 2
+    assert all(m["trained_samples"] > 0 for m in logged)
+    assert f"2 processes, DeepSpeed ZeRO-{stage}" in shared_runs.stdout[run]
 
 
 @pytest.mark.slow
-def test_accelerate_launch_with_the_shipped_config(tmp_path):
-    settings = [*SETTINGS, "run.iterations=1"]
-    cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", "--config_file",
-           str(ROOT / "configs" / "accelerate" / "ddp.yaml"), "--main_process_port", str(free_port()),
-           str(WORD_CLI), "train", *cli_args(settings), "--set", "run.name=acc", "--output-dir", str(tmp_path)]
-    out = subprocess.run(cmd, env=child_env(), cwd=ROOT, capture_output=True, text=True, timeout=HANG_GUARD_S)
-    assert out.returncode == 0, out.stderr[-3000:]
-    logged = metrics(tmp_path / "acc")
-    assert [m["processes"] for m in logged] == [2] and logged[0]["trained_samples"] > 0
-    assert out.stdout.count("rubricgym train: tiny on") == 1  # rank 0 speaks for the run
+def test_accelerate_launch_with_the_shipped_config(shared_runs):
+    run = replicated_run(shared_runs)  # launched through configs/accelerate/ddp.yaml
+    logged = rl_lines(run)
+    assert [m["processes"] for m in logged] == [2, 2] and all(m["trained_samples"] > 0 for m in logged)
+    assert shared_runs.stdout[run].count("rubricgym train: tiny on") == 1  # rank 0 speaks for the run
 
 
 @pytest.mark.slow
