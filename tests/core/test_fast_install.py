@@ -1,0 +1,48 @@
+"""scripts/fast_install.py: pip's configuration reaches uv unchanged, and wheels uv built from
+source are kept for the next fresh clone."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("fast_install", ROOT / "scripts" / "fast_install.py")
+fast_install = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fast_install)
+
+LISTING = """global.cert='/etc/ssl/certs/ca.crt'
+global.constraint='/etc/xdg/pip/constraints.txt'
+global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'
+global.find-links='/opt/wheels-from-file'
+:env:.find-links='/opt/wheels'
+:env:.default-timeout='180'
+not a setting line
+"""
+
+
+def test_a_variable_wins_over_a_file_and_every_index_becomes_a_flag():
+    config = fast_install.parse_pip_config(LISTING)
+    assert config["find-links"] == "/opt/wheels" and config["cert"] == "/etc/ssl/certs/ca.crt"
+    flags, env = fast_install.uv_flags(config)
+    assert flags == ["--index-strategy", "unsafe-best-match", "--find-links", "/opt/wheels",
+                     "--extra-index-url", "file:///opt/pypi/simple", "--extra-index-url", "file:///opt/pypi-more/simple",
+                     "--constraint", "/etc/xdg/pip/constraints.txt"]
+    assert env == {"SSL_CERT_FILE": "/etc/ssl/certs/ca.crt", "UV_HTTP_TIMEOUT": "180"}
+
+
+def test_no_configuration_gives_pips_default_index_rule_only():
+    assert fast_install.uv_flags(fast_install.parse_pip_config("")) == (["--index-strategy", "unsafe-best-match"], {})
+
+
+def test_wheels_built_from_registry_sources_are_kept_and_editable_builds_are_not(tmp_path, monkeypatch):
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
+    built = tmp_path / "uv" / "sdists-v11" / "pypi" / "jericho" / "3.3.1" / "abc" / "jericho-3.3.1-py3-none-any.whl"
+    editable = tmp_path / "uv" / "sdists-v11" / "editable" / "f00" / "xyz" / "rubricgym-0.1.0-0.editable-py3-none-any.whl"
+    for path in (built, editable):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"wheel")
+    house = tmp_path / "house"
+    assert fast_install.keep_built_wheels(house) == ["jericho-3.3.1-py3-none-any.whl"]
+    assert sorted(p.name for p in house.iterdir()) == ["jericho-3.3.1-py3-none-any.whl"]
+    assert fast_install.keep_built_wheels(house) == []  # already kept: nothing copied again
