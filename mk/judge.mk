@@ -14,7 +14,7 @@ LLAMA_WHEELS := $(HOME)/.cache/rubricgym/wheels
 LLAMA_WHEEL_GLOB := $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl
 LLAMA_STAMP := $(LLAMA_VENV)/.installed-$(LLAMA_CPP_VERSION)
 
-$(LLAMA_STAMP):
+$(LLAMA_STAMP): | $(STAMP)  # order only: the main venv holds the uv it installs with
 	@echo "[setup] the llama.cpp server venv $(LLAMA_VENV) (building llama-cpp-python $(LLAMA_CPP_VERSION) takes about 4 minutes, once per version: the wheel is cached in $(LLAMA_WHEELS))"
 	mkdir -p $(LLAMA_WHEELS)
 	ls $(LLAMA_WHEEL_GLOB) >/dev/null 2>&1 || \
@@ -22,7 +22,8 @@ $(LLAMA_STAMP):
 	    --no-binary llama-cpp-python "llama-cpp-python==$(LLAMA_CPP_VERSION)" -w $(LLAMA_WHEELS)
 	test -x $(LLAMA_VENV)/bin/python || $(PYTHON) -m venv $(LLAMA_VENV)
 	$(LLAMA_VENV)/bin/python -m pip install -q --upgrade pip
-	$(LLAMA_VENV)/bin/python -m pip install -q "$$(ls $(LLAMA_WHEEL_GLOB) | head -n 1)[server]"
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PYTHON) scripts/fast_install.py --python $(LLAMA_VENV)/bin/python -q \
+	  "$$(ls $(LLAMA_WHEEL_GLOB) | head -n 1)[server]"
 	$(LLAMA_VENV)/bin/python -c "import llama_cpp, llama_cpp.server.app"
 	touch $@
 

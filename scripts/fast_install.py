@@ -16,7 +16,7 @@ What it keeps from pip:
   responses defeat uv's cache revalidation, so uv would otherwise rebuild them on every fresh
   clone (minutes for textworld's planner).
 
-uv itself is installed into the target venv (pinned) on first use. Any failure of uv falls
+uv is the target venv's, else the one on ``PATH``, else installed into the target venv (pinned). Any failure of uv falls
 back to ``python -m pip install`` with the same arguments, which is slower but the same
 install.
 """
@@ -95,13 +95,16 @@ def keep_built_wheels(house: Path) -> list[str]:
 
 
 def ensure_uv(python: Path, quiet: bool) -> Path | None:
+    """uv from the target venv, else from ``PATH`` (e.g. the main venv's), else installed into the target."""
     uv = python.parent / "uv"
-    if not uv.exists():
-        got = subprocess.run([str(python), "-m", "pip", "install", *(["-q"] if quiet else []), f"uv=={UV_VERSION}"],
-                             check=False)
-        if got.returncode != 0 or not uv.exists():
-            return None
-    return uv
+    if uv.exists():
+        return uv
+    found = shutil.which("uv")
+    if found:
+        return Path(found)
+    got = subprocess.run([str(python), "-m", "pip", "install", *(["-q"] if quiet else []), f"uv=={UV_VERSION}"],
+                         check=False)
+    return uv if got.returncode == 0 and uv.exists() else None
 
 
 def main(argv: list[str] | None = None) -> int:
