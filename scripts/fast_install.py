@@ -4,10 +4,14 @@
 
 Why: on a fresh clone pip spends minutes resolving against the index one package at a time,
 unpacking and byte-compiling what it installed before. uv resolves in parallel, links files
-from its cache, and compiles nothing ahead (a module compiles on its first import).
+from its cache and byte-compiles in parallel.
 
 What it keeps from pip:
 
+* byte-compiling what it installed (``--compile-bytecode``, pip's default): uv skips it
+  otherwise, and where ``PYTHONDONTWRITEBYTECODE`` is set (as on these machines) every process
+  would then compile torch, transformers and peft from source on import: about 3x their import
+  time, paid by each of the suite's hundreds of processes;
 * the indexes, find-links, constraints, certificate and time-out that ``pip config list``
   shows (files and ``PIP_*`` variables), passed to uv as flags, with pip's rule for several
   indexes (the best match across all of them: ``--index-strategy unsafe-best-match``);
@@ -119,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         house = wheelhouse()
         if house.is_dir():
             flags += ["--find-links", str(house)]
-        got = subprocess.run([str(uv), "pip", "install", "--python", str(args.python), *quiet, *flags, *requirements],
+        got = subprocess.run([str(uv), "pip", "install", "--python", str(args.python), "--compile-bytecode", *quiet,
+                              *flags, *requirements],
                              env={**os.environ, **env}, check=False)
         if got.returncode == 0:
             kept = keep_built_wheels(house)

@@ -46,3 +46,38 @@ def test_wheels_built_from_registry_sources_are_kept_and_editable_builds_are_not
     assert fast_install.keep_built_wheels(house) == ["jericho-3.3.1-py3-none-any.whl"]
     assert sorted(p.name for p in house.iterdir()) == ["jericho-3.3.1-py3-none-any.whl"]
     assert fast_install.keep_built_wheels(house) == []  # already kept: nothing copied again
+
+
+def a_wheel(folder: Path) -> Path:
+    """A one-module pure-Python wheel, written by hand (no build backend, no index)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {"probe_mod.py": b"VALUE = 42\n",
+             "probe_mod-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: probe-mod\nVersion: 1.0\n",
+             "probe_mod-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = "".join(f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
+                     f"{len(data)}\n" for name, data in files.items()) + "probe_mod-1.0.dist-info/RECORD,,\n"
+    wheel = folder / "probe_mod-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, data in {**files, "probe_mod-1.0.dist-info/RECORD": record.encode()}.items():
+            z.writestr(name, data)
+    return wheel
+
+
+def test_what_uv_installs_is_byte_compiled_as_pip_would(tmp_path, monkeypatch):
+    """With PYTHONDONTWRITEBYTECODE set (as on these machines) nothing compiles on import, so
+    an install that left no bytecode would make every process compile its imports again."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    uv = fast_install.ensure_uv(Path(sys.executable), quiet=True)  # the main venv's (make installed it)
+    assert uv is not None
+    monkeypatch.setenv("PATH", f"{uv.parent}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no wheelhouse of this machine's
+    assert fast_install.main(["--python", str(python), "--quiet", str(a_wheel(tmp_path))]) == 0
+    compiled = list((tmp_path / "venv" / "lib").glob("python3*/site-packages/__pycache__/probe_mod.*.pyc"))
+    assert len(compiled) == 1
