@@ -7,8 +7,10 @@ The engine is built at the first RL update, around the model and the trainer's o
 its own, trains the model before DeepSpeed owns it, the same on every rank. From then on every
 training pass goes through the engine (``engine.backward``; the step's last pass is its
 accumulation boundary, ``engine.step`` reduces, clips and steps), and, as under FSDP, every
-rank makes the same number of passes and generate calls (``AgreedLockstep``, ``extra_passes``): ZeRO-2 reduces
-gradients inside each backward, ZeRO-3 gathers weights inside each forward.
+rank makes the same number of passes (``extra_passes``): ZeRO-2 reduces gradients inside each
+backward. Only ZeRO-3 gathers weights inside each forward, so only ZeRO-3 keeps generate calls in
+step (``AgreedLockstep``); at stages 1 and 2 every rank holds the whole weights and generates on
+its own, without a collective per generated token.
 
 The update weights each rank's loss as its share of the global loss and DeepSpeed averages
 gradients over the ranks, so each share is scaled by the number of ranks (the same rule as
@@ -34,7 +36,7 @@ from typing import Any
 import torch
 
 from rubricgym.process_state import preserved_process_state
-from rubricgym.trainers.parallel.base import PartitionedStrategy
+from rubricgym.trainers.parallel.base import GenerateLockstep, PartitionedStrategy
 from rubricgym.trainers.parallel.plan import ParallelPlan
 from rubricgym.trainers.parallel.ranks import Ranks
 
@@ -62,6 +64,8 @@ class ZeroStrategy(PartitionedStrategy):
     def __init__(self, ranks: Ranks, plan: ParallelPlan):
         super().__init__(ranks, plan)
         self.stage = int(plan.zero_stage or 2)
+        if self.stage < 3:  # forwards are this rank's own: nothing to agree on while generating
+            self.lockstep = GenerateLockstep()
         self.engine: Any = None
         self.zero: Any = None
         self.group_sizes: list[int] = []
