@@ -1,10 +1,13 @@
 """Several training processes on CPU (gloo): the update equals the one-process update of the
 same global batch, a killed rank stops the others within the collective time-out, and the
 run resumes exactly. Each rank is a real process (torchrun, or the environment torchrun
-sets) running ``rubricgym train`` through tests/trainer/distributed_run.py."""
+sets) running ``rubricgym train`` through tests/trainer/distributed_run.py. The ranks the
+tests start themselves are forked from a warm fork server (tests/fork_server.py) that imported
+the trainer once; torchrun and ``accelerate launch`` start fresh interpreters, as for a user."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -15,19 +18,21 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
-
-from rubricgym.cli import main as cli_main
+from fork_server import ForkedProcess, ForkServer
 from rubricgym.trainers.checkpoint import TENSORS_FILE, list_checkpoints, read_state
 from rubricgym.trainers.config import RunSettings, load_config
 from rubricgym.trainers.distributed import merge_rank_metrics
+from rubricgym.trainers.parallel.base import AgreedLockstep
 from rubricgym.trainers.parallel.choose import choose_strategy, plan_for
 from rubricgym.trainers.parallel.fsdp import FsdpStrategy
 from rubricgym.trainers.parallel.plan import LaunchRequest, ParallelPlan, launch_request
 from rubricgym.trainers.parallel.ranks import Ranks
-from rubricgym.trainers.parallel.zero import require_deepspeed
+from rubricgym.trainers.parallel.zero import ZeroStrategy, require_deepspeed
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.trainer import Trainer
+from safetensors.torch import load_file
+
+from rubricgym.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("distributed_run.py")
@@ -61,15 +66,33 @@ def child_env(**extra: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(ROOT / "tests"), "OMP_NUM_THREADS": "1", **extra}
 
 
-def launch_ranks(args: list[str], world: int = 2, **extra: str) -> list[subprocess.Popen]:
-    """``world`` processes with the environment torchrun gives its workers."""
+# what every rank imports: the fork server imports it once; where DeepSpeed is installed, also
+# the Muon optimizer its ZeRO engine imports to check the optimizer (compiling it takes seconds)
+WARM_MODULES = ["torch", "peft", "safetensors.torch", "rubricgym.cli", "rubricgym.trainers.trainer",
+                "trainer.word_env", "trainer.split_word_env",
+                *(["deepspeed", "deepspeed.runtime.zero.muon.muon_optimizer"] if importlib.util.find_spec("deepspeed")
+                  else [])]
+RANK_SERVER: list[ForkServer] = []  # this module's fork server, while its tests run
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rank_server():
+    server = ForkServer(WARM_MODULES, child_env(), ROOT)
+    RANK_SERVER.append(server)
+    yield server
+    RANK_SERVER.remove(server)
+    server.close()
+
+
+def launch_ranks(args: list[str], world: int = 2, **extra: str) -> list[ForkedProcess]:
+    """``world`` processes with the environment torchrun gives its workers, forked from the
+    module's fork server."""
     port = str(free_port())
     procs = []
     for rank in range(world):
         env = child_env(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
                         MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **extra)
-        procs.append(subprocess.Popen([sys.executable, str(SCRIPT), *args], env=env, cwd=ROOT,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(RANK_SERVER[-1].launch(SCRIPT, args, env, ROOT))
     return procs
 
 
@@ -82,7 +105,7 @@ def accelerate_launch(config: str, args: list[str], **extra: str) -> subprocess.
                             text=True)
 
 
-def finish_with_output(procs: list[subprocess.Popen]) -> list[tuple[int, str, str]]:
+def finish_with_output(procs: list[subprocess.Popen | ForkedProcess]) -> list[tuple[int, str, str]]:
     """(exit code, stdout, stderr) of each process; one still running after HANG_GUARD_S is killed."""
     out = []
     try:
@@ -97,7 +120,7 @@ def finish_with_output(procs: list[subprocess.Popen]) -> list[tuple[int, str, st
     return out
 
 
-def finish(procs: list[subprocess.Popen]) -> list[tuple[int, str]]:
+def finish(procs: list[subprocess.Popen | ForkedProcess]) -> list[tuple[int, str]]:
     return [(code, err) for code, _, err in finish_with_output(procs)]
 
 
@@ -395,6 +418,15 @@ def test_rank_metrics_merge_as_count_weighted_means():
               "counts": {"rollouts": 1, "steps": 6, "trca_steps": 0, "compared_groups": 1}}]
     merged = merge_rank_metrics(parts)
     assert merged == {"success_rate": 0.75, "action_parsed_rate": 0.125, "rollout_errors": 3.0}
+
+
+@pytest.mark.parametrize("stage, synced", [(1, False), (2, False), (3, True)])
+def test_only_zero_3_keeps_generation_in_step(stage, synced):
+    """ZeRO-1/2 ranks hold the whole weights: each generates alone (no collective per token);
+    ZeRO-3 gathers weights in every forward, so its generate calls and token loops agree."""
+    strategy = ZeroStrategy(Ranks(rank=0, world_size=2), ParallelPlan(engine="zero", zero_stage=stage))
+    assert strategy.lockstep.synced is synced
+    assert isinstance(strategy.lockstep, AgreedLockstep) is synced
 
 
 def test_one_process_ranks_are_the_identity():
