@@ -18,7 +18,7 @@ from typing import Any, Literal
 import gymnasium as gym
 
 from rubricgym.attach import attach_reward
-from rubricgym.benchmark import BenchmarkSpec, load_ref
+from rubricgym.benchmark import BenchmarkSpec, ExpertPlayer, load_ref
 from rubricgym.contract import model_ref, register_models
 from rubricgym.env import RubricEnv
 from rubricgym.process_state import preserved_process_state
@@ -102,6 +102,24 @@ def get_spec(name: str) -> BenchmarkSpec:
             return spec
     raise UnknownBenchmark(f"no benchmark or env id {name!r} is registered{_did_you_mean(name)} "
                            f"(benchmarks: {', '.join(sorted(BENCHMARKS))}; rubricgym.env_ids() lists the env ids)")
+
+
+def expert_of(env: Any) -> tuple[ExpertPlayer, Any] | None:
+    """The env's benchmark expert player and the adapter it plays through (None: no expert)."""
+    adapter = getattr(env.unwrapped, "adapter", None)
+    if adapter is not None and getattr(adapter, "has_expert", True) is False:
+        return None  # e.g. a served env: its engine, which an expert plays through, is on the server
+    try:
+        expert = get_spec(adapter.benchmark).load_expert() if adapter is not None else None
+    except UnknownBenchmark:
+        return None
+    return (expert, adapter) if expert is not None else None
+
+
+def has_expert(env: Any) -> bool:
+    """Whether ``env``'s benchmark has an expert to warm-start from (env workers ask it without
+    importing the trainer's model stack)."""
+    return expert_of(env) is not None
 
 
 def nearest_env_ids(name: str, count: int = 3) -> list[str]:

@@ -28,11 +28,11 @@ from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.parsing import ACTION_GRAMMAR, TagGrammar
 from rubricgym.prompts import PromptSettings
 from rubricgym.env_factories import EnvFactory, env_factory, register_env_factories
+from rubricgym.registration import has_expert
 from rubricgym.json_worker import JsonWorker, WorkerDied, close_each, serve_json
 from rubricgym.trainers.config import EnvSettings
 from rubricgym.trainers.rollout import (LocalEnvSlots, ResetJob, RolloutCollector, SlotAnswer,
                                         make_env_factory)
-from rubricgym.trainers.warmup import has_expert
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
 
@@ -24,8 +24,10 @@ from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
 from rubricgym.registration import check_env_id
 from rubricgym.remote import REMOTE_ENV_ID
 from rubricgym.trainers.config import EnvSettings
-from rubricgym.trainers.generation import Generator
 from rubricgym.tokens import Span, decode_response, response_token_spans
+
+if TYPE_CHECKING:  # torch: an env worker imports this module and needs no model
+    from rubricgym.trainers.generation import Generator
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from rubricgym.judges.pipeline import DracoJudge
 from rubricgym.judges.rubric import load_rubric
 from rubricgym.models import load_causal_lm
 from rubricgym.records import step_records
-from rubricgym.registration import judge_rubric_file
+from rubricgym.registration import has_expert, judge_rubric_file
 from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.checkpoint import (CheckpointError, atomic_write_text, latest_checkpoint, restore_checkpoint,
                                            restore_latest, save_checkpoint)
@@ -46,7 +46,7 @@ from rubricgym.trainers.parallel.base import ParallelStrategy
 from rubricgym.trainers.parallel.choose import choose_strategy
 from rubricgym.trainers.parallel.ranks import Ranks
 from rubricgym.trainers.update import ppo_update
-from rubricgym.trainers.warmup import collect_demonstrations, has_expert, run_warmup
+from rubricgym.trainers.warmup import collect_demonstrations, run_warmup
 from rubricgym.yaml_files import read_yaml_file
 
 log = logging.getLogger(__name__)

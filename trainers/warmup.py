@@ -21,10 +21,9 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from rubricgym.benchmark import ExpertPlayer
 from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
-from rubricgym.registration import UnknownBenchmark, get_spec
+from rubricgym.registration import expert_of, has_expert  # noqa: F401  (has_expert: test_warmup asks it here)
 from rubricgym.trainers.config import WarmupSettings
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.parallel.base import norm_value
@@ -48,22 +47,6 @@ def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACT
     choice the policy explores is the action, not the template around it."""
     act = action if isinstance(action, ExpertAction) else ExpertAction(str(action))
     return grammar.render(act, reasoning=f"I should {act.content}.")
-
-
-def expert_of(env: Any) -> tuple[ExpertPlayer, Any] | None:
-    """The env's benchmark expert player and the adapter it plays through (None: no expert)."""
-    adapter = getattr(env.unwrapped, "adapter", None)
-    if adapter is not None and getattr(adapter, "has_expert", True) is False:
-        return None  # e.g. a served env: its engine, which an expert plays through, is on the server
-    try:
-        expert = get_spec(adapter.benchmark).load_expert() if adapter is not None else None
-    except UnknownBenchmark:
-        return None
-    return (expert, adapter) if expert is not None else None
-
-
-def has_expert(env: Any) -> bool:
-    return expert_of(env) is not None
 
 
 def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: PromptSettings,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 from requirements_guard import need
@@ -65,7 +67,17 @@ def word_settings(**kw):
     return EnvSettings(factory=WORD_FACTORY, max_steps=3, **kw)
 
 
-@pytest.mark.slow  # spawned workers import the stack: tens of seconds on a shared CPU
+def test_an_env_worker_imports_no_model_stack():
+    """A spawned worker imports env_workers (its entry point) and the env: torch, transformers
+    and peft would cost each worker seconds of CPU and hundreds of MB for nothing."""
+    code = ("import sys, rubricgym.trainers.env_workers\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'peft') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow  # spawned workers import the envs: seconds each on a shared CPU
 def test_process_pool_gives_the_in_process_trajectories_on_the_word_env():
     _, tok = build_tiny_model(0)
     settings = word_settings(workers=2, worker_backend="process")
@@ -88,7 +100,7 @@ def test_process_pool_gives_the_in_process_trajectories_on_the_word_env():
     assert any(r["steps"] for r in got) and any(r["trajectory"]["outcome"]["success"] for r in got)
 
 
-@pytest.mark.slow  # spawned workers import the stack: tens of seconds on a shared CPU
+@pytest.mark.slow  # spawned workers import the envs: seconds each on a shared CPU
 def test_a_killed_process_worker_ends_its_rollouts_labelled_and_is_replaced():
     _, tok = build_tiny_model(0)
     remote = build_collector(word_settings(workers=2, worker_backend="process"), None, tok, PromptSettings(), 3)
