@@ -132,12 +132,10 @@ class ForkedProcess:
         return json.loads(line)
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            message = self._line(timeout=0)
-            if message is not None:
-                self.returncode = message["returncode"]
-                self.conn.close()
-        return self.returncode
+        try:
+            return self.wait(timeout=0)
+        except subprocess.TimeoutExpired:
+            return None
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
-from rubricgym.registration import expert_of, has_expert  # noqa: F401  (has_expert: test_warmup asks it here)
+from rubricgym.registration import expert_of
 from rubricgym.trainers.config import WarmupSettings
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.parallel.base import norm_value

@@ -3,7 +3,13 @@ source are kept for the next fresh clone."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib.util
+import os
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,10 +56,6 @@ def test_wheels_built_from_registry_sources_are_kept_and_editable_builds_are_not
 
 def a_wheel(folder: Path) -> Path:
     """A one-module pure-Python wheel, written by hand (no build backend, no index)."""
-    import base64
-    import hashlib
-    import zipfile
-
     files = {"probe_mod.py": b"VALUE = 42\n",
              "probe_mod-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: probe-mod\nVersion: 1.0\n",
              "probe_mod-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
@@ -69,14 +71,11 @@ def a_wheel(folder: Path) -> Path:
 def test_what_uv_installs_is_byte_compiled_as_pip_would(tmp_path, monkeypatch):
     """With PYTHONDONTWRITEBYTECODE set (as on these machines) nothing compiles on import, so
     an install that left no bytecode would make every process compile its imports again."""
-    import subprocess
-    import sys
-
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv" / "bin" / "python"
     uv = fast_install.ensure_uv(Path(sys.executable), quiet=True)  # the main venv's (make installed it)
     assert uv is not None
-    monkeypatch.setenv("PATH", f"{uv.parent}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{uv.parent}:{os.environ['PATH']}")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no wheelhouse of this machine's
     assert fast_install.main(["--python", str(python), "--quiet", str(a_wheel(tmp_path))]) == 0
     compiled = list((tmp_path / "venv" / "lib").glob("python3*/site-packages/__pycache__/probe_mod.*.pyc"))

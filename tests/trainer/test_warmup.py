@@ -9,10 +9,11 @@ import torch
 
 from rubricgym.models import load_causal_lm
 from rubricgym.prompts import PromptSettings
+from rubricgym.registration import has_expert
 from rubricgym.trainers.config import WarmupSettings, load_config
 from rubricgym.trainers.generation import stop_token_ids
 from rubricgym.trainers.trainer import WARMUP_FILE, Trainer
-from rubricgym.trainers.warmup import as_sample, collect_demonstrations, has_expert, run_warmup, sft_loss
+from rubricgym.trainers.warmup import as_sample, collect_demonstrations, run_warmup, sft_loss
 from trainer.word_env import make_expert_word_env, make_word_env
 
 SETTINGS = [
