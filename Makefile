@@ -10,6 +10,12 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.rubricgym-installed
 
+# Set-up does not byte-compile the venvs (uv's default): each module's first import writes its
+# bytecode. Where PYTHONDONTWRITEBYTECODE is set (as on these machines) nothing would ever be
+# written and every process would compile torch, transformers and peft again, so every command
+# make runs, and every process those start, writes bytecode.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: venv demo play test test-fast setup clean-venv
 .DEFAULT_GOAL := help
 
@@ -22,8 +28,8 @@ help:
 venv: $(STAMP)
 
 # torch is pinned first: the CPU wheel is on local disk; an open range would pull CUDA.
-# scripts/fast_install.py installs through uv with pip's configuration (pip if uv fails): about
-# 30 s once its caches are warm, against about 4 minutes for pip on every fresh clone.
+# scripts/fast_install.py installs through uv with pip's configuration (pip if uv fails): under
+# a minute once its caches are warm, against about 4 minutes for pip on every fresh clone.
 INSTALL := $(PY) scripts/fast_install.py --python $(PY) -q
 
 $(STAMP): pyproject.toml

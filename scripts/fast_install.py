@@ -3,15 +3,17 @@
     python scripts/fast_install.py --python .venv/bin/python [--quiet] REQUIREMENT... [-e PATH]
 
 Why: on a fresh clone pip spends minutes resolving against the index one package at a time,
-unpacking and byte-compiling what it installed before. uv resolves in parallel, links files
-from its cache and byte-compiles in parallel.
+unpacking and byte-compiling all of what it installed before. uv resolves in parallel and
+links files from its cache.
 
-What it keeps from pip:
+What it keeps from pip, and what not:
 
-* byte-compiling what it installed (``--compile-bytecode``, pip's default): uv skips it
-  otherwise, and where ``PYTHONDONTWRITEBYTECODE`` is set (as on these machines) every process
-  would then compile torch, transformers and peft from source on import: about 3x their import
-  time, paid by each of the suite's hundreds of processes;
+* nothing of pip's byte-compiling at install: uv leaves it, as its own default, to the first
+  import, which writes each module's bytecode once (the Makefile un-sets
+  ``PYTHONDONTWRITEBYTECODE`` for its commands: it is set on these machines, and would make
+  every process compile torch, transformers and peft from source, about 3x their import time).
+  Compiling all 33,000 files of the main venv up front took 2-3.7 of set-up's 4.6-7 minutes,
+  and the suite imports a fraction of them;
 * the indexes, find-links, constraints, certificate and time-out that ``pip config list``
   shows (files and ``PIP_*`` variables), passed to uv as flags, with pip's rule for several
   indexes (the best match across all of them: ``--index-strategy unsafe-best-match``);
@@ -123,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         house = wheelhouse()
         if house.is_dir():
             flags += ["--find-links", str(house)]
-        got = subprocess.run([str(uv), "pip", "install", "--python", str(args.python), "--compile-bytecode", *quiet,
-                              *flags, *requirements],
+        got = subprocess.run([str(uv), "pip", "install", "--python", str(args.python), *quiet, *flags,
+                              *requirements],
                              env={**os.environ, **env}, check=False)
         if got.returncode == 0:
             kept = keep_built_wheels(house)

@@ -1,5 +1,6 @@
-"""scripts/fast_install.py: pip's configuration reaches uv unchanged, and wheels uv built from
-source are kept for the next fresh clone."""
+"""scripts/fast_install.py: pip's configuration reaches uv unchanged, wheels uv built from
+source are kept for the next fresh clone, and bytecode is written at first import, not at
+set-up."""
 
 from __future__ import annotations
 
@@ -68,9 +69,10 @@ def a_wheel(folder: Path) -> Path:
     return wheel
 
 
-def test_what_uv_installs_is_byte_compiled_as_pip_would(tmp_path, monkeypatch):
-    """With PYTHONDONTWRITEBYTECODE set (as on these machines) nothing compiles on import, so
-    an install that left no bytecode would make every process compile its imports again."""
+def test_uv_installs_without_compiling_and_the_first_import_writes_the_bytecode(tmp_path, monkeypatch):
+    """Set-up leaves compiling to the first import (uv's default), which writes each module's
+    bytecode once: where PYTHONDONTWRITEBYTECODE is set, as on these machines, make un-sets
+    it (see the next test), else every process would compile its imports again."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv" / "bin" / "python"
     uv = fast_install.ensure_uv(Path(sys.executable), quiet=True)  # the main venv's (make installed it)
@@ -78,5 +80,21 @@ def test_what_uv_installs_is_byte_compiled_as_pip_would(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{uv.parent}:{os.environ['PATH']}")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no wheelhouse of this machine's
     assert fast_install.main(["--python", str(python), "--quiet", str(a_wheel(tmp_path))]) == 0
-    compiled = list((tmp_path / "venv" / "lib").glob("python3*/site-packages/__pycache__/probe_mod.*.pyc"))
-    assert len(compiled) == 1
+    site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    assert (site / "probe_mod.py").exists() and not list(site.glob("__pycache__/probe_mod.*.pyc"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([str(python), "-c", "import probe_mod"], env=env, check=True)
+    assert len(list(site.glob("__pycache__/probe_mod.*.pyc"))) == 1
+
+
+def test_every_command_make_runs_writes_bytecode():
+    """The Makefile un-sets PYTHONDONTWRITEBYTECODE for its recipes (and so for the suite and
+    every process it starts), whatever the caller's environment says."""
+    probe = 'probe: ; @python3 -c "import sys; print(sys.dont_write_bytecode)"'
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    with_var = subprocess.run(["python3", "-c", "import sys; print(sys.dont_write_bytecode)"], env=env,
+                              capture_output=True, text=True, check=True)
+    assert with_var.stdout.strip() == "True"  # the variable alone stops the writing
+    made = subprocess.run(["make", "-s", "--no-print-directory", "--eval", probe, "probe"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    assert made.stdout.strip() == "False"
