@@ -107,6 +107,9 @@ def start_engine(game_file: Path, shuffle: bool, policy: bool = False) -> Any:
     import textworld
     from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
 
+    from rubricgym.adapters.alfworld import parse_cache
+
+    parse_cache.install()  # the same domain, grammar and templates in every game: parsed once
     infos = textworld.EnvInfos(won=True, admissible_commands=True, policy_commands=policy, extras=["gamefile"])
     return textworld.start(str(game_file), request_infos=infos,
                            wrappers=[AlfredDemangler(shuffle=shuffle), AlfredInfos])
