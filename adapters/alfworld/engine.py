@@ -106,7 +106,6 @@ def start_engine(game_file: Path, shuffle: bool, policy: bool = False) -> Any:
     # the engine loads at the first game: alfworld sets process-wide state on import
     import textworld
     from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-
     from rubricgym.adapters.alfworld import parse_cache
 
     parse_cache.install()  # the same domain, grammar and templates in every game: parsed once

@@ -26,7 +26,7 @@ def play(make_env, wrap) -> list:
 
 @pytest.mark.slow
 def test_the_walkthroughs_are_the_same_with_textworlds_own_parsers(make_env, wrap, monkeypatch):
-    import textworld.envs.pddl.textgen as textgen
+    from textworld.envs.pddl import textgen
 
     cached = play(make_env, wrap)
     assert textgen._parse_and_convert.cache_info().hits > 0  # the cache served these games
@@ -60,7 +60,7 @@ def test_each_caller_gets_its_own_copy_and_a_text_is_parsed_once():
 
 
 def test_install_is_idempotent_and_uninstall_restores_textworlds_parsers():
-    import textworld.envs.pddl.textgen as textgen
+    from textworld.envs.pddl import textgen
 
     parse_cache.install()
     installed = textgen._parse_and_convert

@@ -19,7 +19,7 @@ def test_deepspeed_loads_its_shm_op_from_its_own_package_without_compiling(tmp_p
     need("deepspeed", "pip install 'rubricgym[train]'")
     extensions = tmp_path / "torch_extensions"  # where torch's loader would compile it
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(extensions)}
-    done = subprocess.run([sys.executable, str(SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(SCRIPT)], env=env, cwd=ROOT, capture_output=True, text=True, check=False,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "deepspeed_shm_comm" in done.stdout and "compiled in" in done.stdout
