@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -41,8 +42,6 @@ def memoized(parse: Callable[..., Any]) -> Callable[..., Any]:
 
 def install() -> None:
     """Memoize TextWorld's three parsers in this process (idempotent)."""
-    import importlib
-
     for name in _PARSERS:
         if name not in _ORIGINALS:
             module = importlib.import_module(name)
@@ -52,8 +51,6 @@ def install() -> None:
 
 def uninstall() -> None:
     """TextWorld's own parsers back (for comparing the two)."""
-    import importlib
-
     for name, original in list(_ORIGINALS.items()):
         importlib.import_module(name)._parse_and_convert = original
         del _ORIGINALS[name]
