@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 import sysconfig
@@ -175,7 +176,10 @@ def test_wheel_imports_with_core_dependencies_and_names_every_extra(tmp_path):
     target = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(target)
     python = str(target / "bin" / "python")
-    installed = subprocess.run([python, "-m", "pip", "install", "-q", *map(str, wheels.glob("rubricgym-*.whl"))],
+    # the set-up's installer (uv with pip's configuration; pip if uv fails): the same resolution
+    installed = subprocess.run([sys.executable, str(ROOT / "scripts" / "fast_install.py"), "--python", python, "-q",
+                                *map(str, wheels.glob("rubricgym-*.whl"))],
+                               env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
                                capture_output=True, text=True, timeout=900)
     assert installed.returncode == 0, installed.stderr[-2000:]
     code = """
