@@ -1,8 +1,9 @@
 """TextWorld's parses, memoized: the same text is parsed once per process.
 
-Loading an ALFWorld game parses the PDDL domain and each rule of the text grammar with tatsu
-(the same texts for every game), and every step derives each admissible command from a
-template parsed again. Measured on the bundled games' expert walkthroughs: 40-50% of the time
+Every step derives each admissible command from a template that TextWorld parses again with
+tatsu, and every game load parses the text-grammar rules again (the same ~100 texts across the
+bundled games) and the game's PDDL domain (one text per game, parsed a second time by the
+planner's own engine). Measured on the bundled games' expert walkthroughs: 40-50% of the time
 of a reset and step. TextWorld routes these parses through one module-level
 ``_parse_and_convert`` each (text grammar, PDDL logic, game logic), a pure function of its
 arguments, so each is replaced by one that parses a text once and hands every caller a deep
@@ -18,15 +19,17 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-MAX_TEXTS = 8192  # per parser: the bundled games' grammar and command templates are ~1,000 texts
-_PARSERS = ("textworld.envs.pddl.textgen", "textworld.envs.pddl.logic", "textworld.logic")
+# texts kept per parser, least recently used dropped first: the 24 bundled training games give 104
+# grammar texts and 8 logic texts; a PDDL domain is one large result per game, so only the games
+# in play are kept (official ALFWorld has thousands)
+MAX_TEXTS = {"textworld.envs.pddl.textgen": 8192, "textworld.envs.pddl.logic": 16, "textworld.logic": 8192}
 _ORIGINALS: dict[str, Callable[..., Any]] = {}
 
 
-def memoized(parse: Callable[..., Any]) -> Callable[..., Any]:
+def memoized(parse: Callable[..., Any], max_texts: int = 8192) -> Callable[..., Any]:
     """``parse`` once per (text, rule) and a deep copy per call."""
 
-    @functools.lru_cache(maxsize=MAX_TEXTS)
+    @functools.lru_cache(maxsize=max_texts)
     def parsed(text: str, rule_name: str | None) -> Any:
         return parse(text, rule_name=rule_name) if rule_name is not None else parse(text)
 
@@ -42,11 +45,11 @@ def memoized(parse: Callable[..., Any]) -> Callable[..., Any]:
 
 def install() -> None:
     """Memoize TextWorld's three parsers in this process (idempotent)."""
-    for name in _PARSERS:
+    for name, max_texts in MAX_TEXTS.items():
         if name not in _ORIGINALS:
             module = importlib.import_module(name)
             _ORIGINALS[name] = module._parse_and_convert
-            module._parse_and_convert = memoized(module._parse_and_convert)
+            module._parse_and_convert = memoized(module._parse_and_convert, max_texts)
 
 
 def uninstall() -> None:

@@ -59,6 +59,19 @@ def test_each_caller_gets_its_own_copy_and_a_text_is_parsed_once():
     assert cached.cache_info().hits == 2 and cached.cache_info().misses == 2
 
 
+def test_the_cache_is_bounded_and_a_games_domain_is_kept_only_while_in_play():
+    calls: list[str] = []
+    cached = parse_cache.memoized(lambda text, rule_name=None: calls.append(text) or text, max_texts=2)
+    for text in ("a", "b", "a", "c", "a", "b"):  # "b" was dropped when "c" came: parsed again
+        cached(text, rule_name="r")
+    assert calls == ["a", "b", "c", "b"] and cached.cache_info().currsize == 2
+    parse_cache.install()
+    from textworld.envs.pddl import logic
+
+    # one large parse per game: official ALFWorld's thousands of games must not all stay in memory
+    assert logic._parse_and_convert.cache_info().maxsize <= 64
+
+
 def test_install_is_idempotent_and_uninstall_restores_textworlds_parsers():
     from textworld.envs.pddl import textgen
 
