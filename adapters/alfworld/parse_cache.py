@@ -29,14 +29,16 @@ _ORIGINALS: dict[str, Callable[..., Any]] = {}
 def memoized(parse: Callable[..., Any], max_texts: int = 8192) -> Callable[..., Any]:
     """``parse`` once per (text, rule) and a deep copy per call."""
 
-    @functools.lru_cache(maxsize=max_texts)
-    def parsed(text: str, rule_name: str | None) -> Any:
-        return parse(text, rule_name=rule_name) if rule_name is not None else parse(text)
+    def run(text: Any, rule_name: str | None, **options: Any) -> Any:
+        # no rule named: the parser's own start rule, as a call without rule_name gets
+        return parse(text, **({} if rule_name is None else {"rule_name": rule_name}), **options)
+
+    parsed = functools.lru_cache(maxsize=max_texts)(run)
 
     @functools.wraps(parse)
     def cached(text: Any, rule_name: str | None = None, **options: Any) -> Any:
         if not isinstance(text, str) or any(options.values()):  # e.g. trace=True: tatsu must run
-            return parse(text, **({"rule_name": rule_name} if rule_name is not None else {}), **options)
+            return run(text, rule_name, **options)
         return copy.deepcopy(parsed(text, rule_name))
 
     cached.cache_info = parsed.cache_info  # type: ignore[attr-defined]
