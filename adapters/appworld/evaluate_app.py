@@ -204,6 +204,10 @@ def main() -> None:
     parser.add_argument("--root", required=True)
     parser.add_argument("--apps-socket", required=True, help="the apps' control socket (the end state)")
     args = parser.parse_args()
+    from model_checks import install as install_model_checks  # next to this script (bound into its sandbox)
+
+    install_model_checks()  # before AppWorld builds its routes: see model_checks.py
+
     from appworld import update_root  # AppWorld's venv: this script runs there
 
     update_root(args.root)

@@ -201,6 +201,9 @@ def main() -> None:
     parser.add_argument("--log-level", default="warning")
     parser.add_argument("--apis-uds", help="the apps' socket: worlds opened with remote_apis_url call it")
     args = parser.parse_args()
+    from model_checks import install as install_model_checks  # next to this script (bound into its sandbox)
+
+    install_model_checks()  # before AppWorld builds its routes: see model_checks.py
 
     import uvicorn  # AppWorld's venv: this script runs there
     from appworld import update_root  # AppWorld's venv: this script runs there

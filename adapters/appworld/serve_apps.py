@@ -176,6 +176,9 @@ def main() -> None:
     args = parser.parse_args()
     # nothing here outlives the process: SIGTERM ends it at once (AppWorld's teardown can take 10-35 s)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    from model_checks import install as install_model_checks  # next to this script (bound into its sandbox)
+
+    install_model_checks()  # before AppWorld builds its routes: see model_checks.py
 
     from appworld import update_root  # AppWorld's venv: this script runs there
 
