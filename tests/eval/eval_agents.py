@@ -57,9 +57,9 @@ GATE_ENV = "EVAL_AGENT_GATE"  # a folder; see slow_expert
 def slow_expert(messages, env_id, task_id):
     """The expert, a little slow (0.3 s a turn): episodes stay in flight long enough to be
     interrupted. With $EVAL_AGENT_GATE naming a folder that holds a file ``hold``, the first task
-    to ask plays on and every other task waits (a minute at most) while ``hold`` is there: the
-    first episode is written while the others are surely in flight, however loaded the machine
-    (the eval process writes the records its workers queued, and could write them all at once)."""
+    to ask plays on and every other task's turn waits (2 s at most) while ``hold`` is there: the
+    first episode is written well before the others end (the eval process writes the records its
+    workers queued, and on a loaded machine wrote all four at once before the signal came)."""
     import time
 
     time.sleep(0.3)
@@ -80,6 +80,6 @@ def _wait_behind_the_first(gate: Path, task_id: str) -> None:
     else:
         with os.fdopen(fd, "w") as fh:
             fh.write(task_id)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 2  # bounded: a held turn never outlives the test's patience
     while first.read_text() != task_id and (gate / "hold").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

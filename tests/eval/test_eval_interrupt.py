@@ -30,8 +30,8 @@ def lines(out: Path) -> list[str]:
 
 
 def interrupted(out: Path, sig: int) -> tuple[int, list[str]]:
-    """Start the eval in its own process group; once one episode is written (the others wait at
-    the agent's gate, so they are in flight), send ``sig`` to the group."""
+    """Start the eval in its own process group; once one episode is written (the others' turns
+    wait at the agent's gate, so they are in flight), send ``sig`` to the group."""
     gate = out.with_name(f"{out.name}-gate")
     gate.mkdir()
     (gate / "hold").touch()
@@ -64,7 +64,7 @@ def test_sigint_and_sigkill_then_resume_equal_an_uninterrupted_run(tmp_path):
         out = tmp_path / signal.Signals(sig).name
         returncode, before = interrupted(out, sig)
         assert returncode == code
-        assert len(before) == 1 and json.loads(before[0])["outcome"] == "success"  # the others were held
+        assert 1 <= len(before) < 4 and all(json.loads(x)["outcome"] == "success" for x in before)
         assert main(["eval", *ARGS, "--out", str(out), "--resume"]) == 0
         after = lines(out)
         assert after[: len(before)] == before  # nothing finished was redone or rewritten
