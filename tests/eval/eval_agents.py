@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 from functools import cache
-from pathlib import Path
 
 import gymnasium as gym
 
@@ -51,35 +49,10 @@ def expert_then_junk(messages, env_id, task_id):
     return expert(messages, env_id, task_id) if _EPISODES[0] % 2 else "junk junk junk"
 
 
-GATE_ENV = "EVAL_AGENT_GATE"  # a folder; see slow_expert
-
-
 def slow_expert(messages, env_id, task_id):
     """The expert, a little slow (0.3 s a turn): episodes stay in flight long enough to be
-    interrupted. With $EVAL_AGENT_GATE naming a folder that holds a file ``hold``, the first task
-    to ask plays on and every other task's turn waits (2 s at most) while ``hold`` is there: the
-    first episode is written well before the others end (the eval process writes the records its
-    workers queued, and on a loaded machine wrote all four at once before the signal came)."""
+    interrupted."""
     import time
 
     time.sleep(0.3)
-    gate = os.environ.get(GATE_ENV)
-    if gate:
-        _wait_behind_the_first(Path(gate), task_id)
     return expert(messages, env_id, task_id)
-
-
-def _wait_behind_the_first(gate: Path, task_id: str) -> None:
-    import time
-
-    first = gate / "first"
-    try:
-        fd = os.open(first, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(task_id)
-    deadline = time.monotonic() + 2  # bounded: a held turn never outlives the test's patience
-    while first.read_text() != task_id and (gate / "hold").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from eval_agents import GATE_ENV
-
 from rubricgym.cli import main
 from rubricgym.trainers.run_files import append_run_line, drop_partial_line
 
@@ -30,13 +28,9 @@ def lines(out: Path) -> list[str]:
 
 
 def interrupted(out: Path, sig: int) -> tuple[int, list[str]]:
-    """Start the eval in its own process group; once one episode is written (the others' turns
-    wait at the agent's gate, so they are in flight), send ``sig`` to the group."""
-    gate = out.with_name(f"{out.name}-gate")
-    gate.mkdir()
-    (gate / "hold").touch()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "eval"), str(ROOT / "tests")]),
-           GATE_ENV: str(gate)}
+    """Start the eval in its own process group; once one episode is written (two are then in
+    flight on the two workers), send ``sig`` to the group."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "eval"), str(ROOT / "tests")])}
     proc = subprocess.Popen([sys.executable, "-m", "rubricgym.cli", "eval", *ARGS, "--out", str(out)], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
