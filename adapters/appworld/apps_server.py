@@ -16,7 +16,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rubricgym.adapters.appworld.paths import MODEL_CHECKS_SCRIPT
 from rubricgym.adapters.appworld.sandbox import apps_sandbox
 from rubricgym.servers import ServerProcess, sweep_stale
 
@@ -56,7 +55,7 @@ class AppsProcess:
 
     def __init__(self, bwrap: str, python: Path, data_root: Path, sockets: Sockets, env: dict[str, str],
                  memory_cap_bytes: int | None):
-        self.sandbox = apps_sandbox(bwrap, python, [SERVE_APPS_SCRIPT, MODEL_CHECKS_SCRIPT], data_root,
+        self.sandbox = apps_sandbox(bwrap, python, [SERVE_APPS_SCRIPT], data_root,
                                     [sockets.root / "apis", sockets.root / "control"])
         self.command = self.sandbox.command([str(python), str(SERVE_APPS_SCRIPT), "--apis-uds",
                                              str(sockets.path("apis")), "--control-uds",

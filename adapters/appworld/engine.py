@@ -30,13 +30,13 @@ from typing import Any
 import httpx
 
 from rubricgym.adapters.appworld.apps_server import AppsProcess, Sockets
-from rubricgym.adapters.appworld.paths import MODEL_CHECKS_SCRIPT, appworld_python
+from rubricgym.adapters.appworld.paths import appworld_python
 from rubricgym.adapters.appworld.sandbox import check_sandbox, server_sandbox
 from rubricgym.servers import HOST, ServerProcess, free_port
 
 log = logging.getLogger(__name__)
 SERVE_SCRIPT = Path(__file__).with_name("serve_app.py")
-SHELL_SCRIPTS = (SERVE_SCRIPT, Path(__file__).with_name("apis_client.py"), MODEL_CHECKS_SCRIPT)  # what the shell's sandbox sees
+SHELL_SCRIPTS = (SERVE_SCRIPT, Path(__file__).with_name("apis_client.py"))  # what the shell's sandbox sees
 _LIVE: weakref.WeakSet[AppWorldServer] = weakref.WeakSet()
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 DEFAULT_MEMORY_CAP_BYTES = 4 * 1024**3

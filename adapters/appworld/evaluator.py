@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rubricgym.adapters.appworld.paths import MODEL_CHECKS_SCRIPT, appworld_python
+from rubricgym.adapters.appworld.paths import appworld_python
 from rubricgym.adapters.appworld.sandbox import check_sandbox, evaluator_sandbox
 from rubricgym.servers import ServerProcess
 
@@ -52,7 +52,7 @@ class SandboxedEvaluator:
 
     def _start(self) -> ServerProcess:
         python = appworld_python()
-        sandbox = evaluator_sandbox(check_sandbox(), python, [EVALUATE_SCRIPT, MODEL_CHECKS_SCRIPT], self.data_root,
+        sandbox = evaluator_sandbox(check_sandbox(), python, [EVALUATE_SCRIPT], self.data_root,
                                     self.control_socket.parent)
         process = ServerProcess(sandbox.command([str(python), str(EVALUATE_SCRIPT), "--root", str(self.data_root),
                                                  "--apps-socket", str(self.control_socket)]),

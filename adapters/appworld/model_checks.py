@@ -29,12 +29,12 @@ def install() -> bool:
         from pydantic.main import BaseModel, ModelMetaclass  # AppWorld's venv: this module runs there
     except ImportError:
         return False
-    if not str(VERSION).startswith("1.") or "_rubricgym_fast_subclasscheck" in ModelMetaclass.__dict__:
-        return "_rubricgym_fast_subclasscheck" in ModelMetaclass.__dict__
-    if abc._get_dump(BaseModel)[0]:  # type: ignore[attr-defined]  # a registry: keep ABCMeta's walk
-        return False
+    if "_rubricgym_fast_subclasscheck" in ModelMetaclass.__dict__:
+        return True  # installed already
+    if not str(VERSION).startswith("1.") or abc._get_dump(BaseModel)[0]:  # type: ignore[attr-defined]
+        return False  # not v1, or BaseModel has a registry: keep ABCMeta's walk
     slow, register = abc.ABCMeta.__subclasscheck__, abc.ABCMeta.register
-    registered: list[Any] = []
+    registered = False  # set once a model registers a virtual subclass: then ABCMeta answers all
 
     def __subclasscheck__(cls: Any, subclass: Any) -> bool:
         if (not registered and isinstance(subclass, type) and not isinstance(subclass, ModelMetaclass)
@@ -43,7 +43,8 @@ def install() -> bool:
         return slow(cls, subclass)
 
     def register_virtual(cls: Any, subclass: Any) -> Any:
-        registered.append(subclass)  # from now on every question goes to ABCMeta
+        nonlocal registered
+        registered = True
         return register(cls, subclass)
 
     ModelMetaclass.__subclasscheck__ = __subclasscheck__  # type: ignore[method-assign]

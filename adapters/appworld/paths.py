@@ -7,7 +7,7 @@ from pathlib import Path
 
 SETUP_HINT = "run `make appworld` (or `rubricgym appworld setup`) from the rubricgym checkout"
 OFFICIAL_SPLITS = ("train", "dev", "test_normal", "test_challenge")
-# imported by every process of AppWorld's (each sandbox binds it next to the script it runs)
+# imported by every process of AppWorld's (every AppWorld sandbox binds it, see sandbox.py)
 MODEL_CHECKS_SCRIPT = Path(__file__).with_name("model_checks.py")
 
 

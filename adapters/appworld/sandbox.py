@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rubricgym.adapters.appworld.paths import MODEL_CHECKS_SCRIPT
+
 BWRAP_ENV = "RUBRICGYM_BWRAP"  # the bwrap binary to use (default: bwrap on PATH)
 INSTALL_HINT = ("install bubblewrap (`make appworld-sandbox`, i.e. `apt-get install bubblewrap` on Debian) on a "
                 "machine that allows unprivileged user namespaces, or opt out explicitly with sandbox=False "
@@ -130,7 +132,9 @@ def ground_truth_folders(data_root: Path) -> list[Path]:
 
 
 def _appworld_sandbox(bwrap: str, python: Path, scripts: Sequence[Path], data_root: Path, **parts) -> Sandbox:
-    return Sandbox(bwrap=bwrap, read_only=[*interpreter_roots(python), *scripts, data_root, *parts.pop("read_only", [])],
+    """Every AppWorld sandbox also binds ``model_checks.py``, which each of its scripts imports first."""
+    read_only = [*interpreter_roots(python), *scripts, MODEL_CHECKS_SCRIPT, data_root, *parts.pop("read_only", [])]
+    return Sandbox(bwrap=bwrap, read_only=read_only,
                    env={"APPWORLD_ROOT": str(data_root), "PYTHONUNBUFFERED": "1"}, cwd=data_root, **parts)
 
 
