@@ -27,12 +27,19 @@ def lines(out: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupted(out: Path, sig: int) -> tuple[int, list[str]]:
     """Start the eval in its own process group; once one episode is written (two are then in
-    flight on the two workers), send ``sig`` to the group."""
+    flight on the two workers), send ``sig`` to the group. The eval starts with SIGINT at its
+    default, as a terminal's foreground job does: a test run launched in the background of a
+    script inherits SIGINT ignored, and a Python started so never raises KeyboardInterrupt."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests" / "eval"), str(ROOT / "tests")])}
     proc = subprocess.Popen([sys.executable, "-m", "rubricgym.cli", "eval", *ARGS, "--out", str(out)], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 240
         while not lines(out) and proc.poll() is None and time.monotonic() < deadline:
