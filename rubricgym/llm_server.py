@@ -70,9 +70,11 @@ class LocalLLMServer:
 
     @property
     def command(self) -> list[str]:
+        # prompt evaluation gets the same threads: llama-cpp-python's default for it is every core,
+        # which beside a busy process was no faster on 8-57% more CPU (benchmarks/llama_threads.py)
         return [str(self.python), "-m", "llama_cpp.server", "--model", str(self.model_path), "--host", HOST,
                 "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
-                "--model_alias", MODEL_ALIAS]
+                "--n_threads_batch", str(self.threads), "--model_alias", MODEL_ALIAS]
 
     def settings(self) -> dict[str, str]:
         """The judge settings (environment variables) that point a client here."""
@@ -115,7 +117,7 @@ class LocalLLMServer:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080; 0: any free port)")
     parser.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: half the cores, at most 8)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads, for generation and prompt evaluation alike (default: half the cores, at most 8)")
     parser.add_argument("--model-path", type=Path, default=None, help="a GGUF file (default: the packaged SmolLM2)")
 
 
