@@ -8,9 +8,11 @@ every other test is spread over the workers. Each worker's torch runs one thread
 """
 
 import os
+from pathlib import Path
 
 import pytest
 import trainer.word_env  # noqa: F401  (registers the tests' env factories: env.factory=word, expert-word, trca-word)
+from cpu_times import ENV_VAR, Clock, record
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -36,3 +38,12 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     name = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
     if name in MULTI_PROCESS_FILES or f"{name}::{item.originalname}" in MULTI_PROCESS_TESTS:
         item.add_marker(pytest.mark.xdist_group(MULTI_PROCESS_GROUP))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    folder = os.environ.get(ENV_VAR)  # each test's CPU seconds (tests/cpu_times.py), when asked
+    start = Clock.now() if folder else None
+    yield
+    if folder and start is not None:
+        record(Path(folder), item.nodeid, start, Clock.now())
