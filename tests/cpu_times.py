@@ -2,7 +2,9 @@
 those of the processes it started and waited for (servers, ranks, CLIs), around the test's
 whole protocol (set-up, call, tear-down). On a saturated machine wall times swing by half
 between runs; CPU seconds say what a test costs. ``benchmarks/suite_durations.py --cpu``
-reads the files (one JSON line a test, a file a worker)."""
+reads the files (one JSON line a test, a file a worker). A process whose parent does not wait
+for it (a sandboxed server whose launcher is killed first) is not counted: the kernel adds a
+child's CPU to its parent only when the parent reaps it."""
 
 from __future__ import annotations
 
