@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rubricgym.llm_server import MODEL_ALIAS, LocalLLMServer
+from rubricgym.servers import process_cpu_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results" / "llama_threads.json"
 SENTENCE = "The quick brown fox jumps over the lazy dog near the river bank. "
@@ -51,8 +52,9 @@ def _busy(stop: Any) -> None:
 
 
 def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    seconds = process_cpu_seconds(pid)
+    assert seconds is not None, "the llama.cpp server exited"
+    return seconds
 
 
 def _ask(base_url: str, prompt: str, max_tokens: int) -> dict[str, Any]:

@@ -39,10 +39,8 @@ def cpu_times(folder: Path) -> dict[str, tuple[float, float]]:
 
 
 def folder_of(name: str) -> str:
-    if "/" in name.split("::")[0]:  # a pytest nodeid: tests/<folder>/test_x.py::name
-        parts = name.split("::")[0].split("/")
-        return parts[1] if parts[0] == "tests" and len(parts) > 2 else parts[0]
-    parts = name.split("::")[0].split(".")
+    """``tests.<folder>.test_x::name`` (JUnit) or ``tests/<folder>/test_x.py::name`` (a node id)."""
+    parts = name.split("::")[0].replace("/", ".").split(".")
     return parts[1] if parts[0] == "tests" and len(parts) > 2 else parts[0]
 
 

@@ -117,7 +117,8 @@ class LocalLLMServer:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080; 0: any free port)")
     parser.add_argument("--n-ctx", type=int, default=8192, help="context window in tokens (default 8192)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads, for generation and prompt evaluation alike (default: half the cores, at most 8)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for generation and prompt evaluation alike (default: half the cores, at most 8)")
     parser.add_argument("--model-path", type=Path, default=None, help="a GGUF file (default: the packaged SmolLM2)")
 
 

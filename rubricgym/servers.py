@@ -22,9 +22,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["HOST", "ServerProcess", "free_port", "owner_pid", "pid_alive", "sweep_stale"]
+__all__ = ["CLOCK_TICKS", "HOST", "ServerProcess", "free_port", "owner_pid", "pid_alive", "process_cpu_seconds",
+           "sweep_stale"]
 
 HOST = "127.0.0.1"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # /proc/<pid>/stat counts CPU time in these
 _PR_SET_PDEATHSIG = 1
 
 
@@ -33,6 +35,16 @@ def free_port(host: str = HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of ``pid`` (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def pid_alive(pid: int) -> bool:

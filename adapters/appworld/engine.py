@@ -32,13 +32,12 @@ import httpx
 from rubricgym.adapters.appworld.apps_server import AppsProcess, Sockets
 from rubricgym.adapters.appworld.paths import appworld_python
 from rubricgym.adapters.appworld.sandbox import check_sandbox, server_sandbox
-from rubricgym.servers import HOST, ServerProcess, free_port
+from rubricgym.servers import CLOCK_TICKS, HOST, ServerProcess, free_port, process_cpu_seconds
 
 log = logging.getLogger(__name__)
 SERVE_SCRIPT = Path(__file__).with_name("serve_app.py")
 SHELL_SCRIPTS = (SERVE_SCRIPT, Path(__file__).with_name("apis_client.py"))  # what the shell's sandbox sees
 _LIVE: weakref.WeakSet[AppWorldServer] = weakref.WeakSet()
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 DEFAULT_MEMORY_CAP_BYTES = 4 * 1024**3
 START_ATTEMPTS = 3  # the free port can be taken between probe and bind
 SANDBOX_BASE_URL = "http://appworld"  # the host part of requests over the Unix socket
@@ -54,16 +53,6 @@ class ServerCallError(RuntimeError):
     def __init__(self, message: str, hung: bool = False):
         super().__init__(message)
         self.hung = hung
-
-
-def process_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of ``pid`` (None once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
 def process_rss_bytes(pid: int) -> int | None:
@@ -88,7 +77,7 @@ def _proc_stats() -> dict[int, tuple[int, float]]:
                 os.close(fd)
         except (OSError, IndexError):
             continue
-        stats[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS)
+        stats[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
     return stats
 
 

@@ -45,4 +45,5 @@ def test_the_report_sums_workers_and_children_by_folder(tmp_path, capsys):
     assert "== r: 3 tests, 16 CPU s (6 in the workers, 10 in the processes they waited for)" in out
     assert "      14.0  trainer" in out and "       2.0  core" in out
     top = out.split("top 2 tests")[1].splitlines()[1:3]
-    assert [line.split()[-1] for line in top] == ["tests/trainer/test_a.py::test_one", "tests/trainer/test_c.py::test_three"]
+    assert [line.split()[-1] for line in top] == ["tests/trainer/test_a.py::test_one",
+                                                  "tests/trainer/test_c.py::test_three"]
