@@ -1,7 +1,10 @@
 """Maps the top-level folders into the ``rubricgym`` namespace (``adapters/`` becomes
-``rubricgym.adapters`` and so on); everything else is in pyproject.toml."""
+``rubricgym.adapters`` and so on); everything else is in pyproject.toml.
 
-from setuptools import find_packages, setup
+Folders that hold only data (ALFWorld's games, the SearchQA and WebShop data) are listed as
+packages too: setuptools ships a folder's files only as part of a package it was told of."""
+
+from setuptools import find_namespace_packages, setup
 
 FOLDERS = {
     "rubricgym": "rubricgym",
@@ -16,7 +19,7 @@ package_dir: dict[str, str] = {}
 for package, folder in FOLDERS.items():
     package_dir[package] = folder
     packages.append(package)
-    for sub in find_packages(folder, exclude=["tests*"]):
+    for sub in find_namespace_packages(folder, exclude=["tests", "tests.*", "*__pycache__*"]):
         package_dir[f"{package}.{sub}"] = f"{folder}/{sub.replace('.', '/')}"
         packages.append(f"{package}.{sub}")
 

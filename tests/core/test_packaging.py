@@ -1,4 +1,6 @@
-"""The built wheel holds every subpackage of the mapped folders and their data files."""
+"""The built wheel holds every subpackage of the mapped folders and their data files, and the
+build warns of nothing setuptools will stop accepting (a licence table, a data folder that is no
+package)."""
 
 import subprocess
 import sys
@@ -16,8 +18,10 @@ DATA_SUFFIXES = {".yaml", ".json", ".md", ".tw-pddl"}
 @pytest.mark.slow
 @pytest.mark.xdist_group("source-tree-wheel")  # both build in the source tree (build/, *.egg-info)
 def test_wheel_contains_all_packages_and_data(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(tmp_path)],
-                   check=True, capture_output=True)
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", str(ROOT), "-w", str(tmp_path)],
+                           check=True, capture_output=True, text=True)
+    warned = [line.strip() for line in (build.stdout + build.stderr).splitlines() if "BuildBackendWarning" in line]
+    assert not warned, warned
     names = set(zipfile.ZipFile(next(tmp_path.glob("rubricgym-*.whl"))).namelist())
     expected = []
     for folder, package_path in FOLDERS.items():
