@@ -17,7 +17,8 @@ appworld: $(APPWORLD_DATA_STAMP)
 
 # Re-checked only when the generator's code changes; the step itself skips an up-to-date version.
 $(APPWORLD_DATA_STAMP): $(STAMP) adapters/appworld/generate.py $(wildcard adapters/appworld/tasks/*.py)
-	$(PY) -m rubricgym.cli appworld setup --base . --python $(PYTHON) --jobs $(APPWORLD_JOBS)
+	$(PY) -m rubricgym.cli appworld setup --base . --python $(PYTHON) --jobs $(APPWORLD_JOBS) \
+	  --installer scripts/fast_install.py
 	touch $@
 
 SETUP_TARGETS += $(APPWORLD_DATA_STAMP)

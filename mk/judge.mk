@@ -20,9 +20,7 @@ $(LLAMA_STAMP): | $(STAMP)  # order only: the main venv holds the uv it installs
 	ls $(LLAMA_WHEEL_GLOB) >/dev/null 2>&1 || \
 	  CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PYTHON) -m pip wheel --no-deps --no-cache-dir \
 	    --no-binary llama-cpp-python "llama-cpp-python==$(LLAMA_CPP_VERSION)" -w $(LLAMA_WHEELS)
-	test -x $(LLAMA_VENV)/bin/python || $(PYTHON) -m venv $(LLAMA_VENV)
-	$(LLAMA_VENV)/bin/python -m pip install -q --upgrade pip
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PYTHON) scripts/fast_install.py --python $(LLAMA_VENV)/bin/python -q \
+	$(PY) scripts/fast_install.py --python $(LLAMA_VENV)/bin/python --create-from $(PYTHON) -q \
 	  "$$(ls $(LLAMA_WHEEL_GLOB) | head -n 1)[server]"
 	$(LLAMA_VENV)/bin/python -c "import llama_cpp, llama_cpp.server.app"
 	touch $@

@@ -64,3 +64,28 @@ def test_a_new_version_is_generated_once_into_the_cache(tmp_path, cache, monkeyp
     assert len(runs) == 1  # the second checkout copied the cached set
     assert (second / "data").is_dir() and not (second / "experiments").exists()
     assert (cache / "appworld-data" / cli.data_version() / cli.VERSION_FILE).exists()
+
+
+@pytest.mark.parametrize("installer", [None, "scripts/fast_install.py"])
+def test_the_venv_is_made_by_the_installer_given_else_by_venv_and_pip(tmp_path, monkeypatch, installer):
+    runs: list[list[str]] = []
+    venv, py = tmp_path / "appworld", str(tmp_path / "appworld" / "bin" / "python")
+
+    def record(cmd: list[str], **kw: object) -> None:
+        runs.append(cmd)
+        venv.mkdir(exist_ok=True)  # what the first step would have made
+
+    monkeypatch.setattr(subprocess, "run", record)
+    cli._install_venv(venv, "python3", installer)
+    requirements = [f"appworld=={cli.APPWORLD_VERSION}", "uvicorn"]
+    if installer:  # one call makes the venv (if missing) and installs: uv through the repository's script
+        assert runs[:-1] == [[cli.sys.executable, installer, "--python", py, "--create-from", "python3", "-q",
+                              *requirements]]
+    else:
+        assert runs[:-1] == [["python3", "-m", "venv", str(venv)], [py, "-m", "pip", "install", "-q", "--upgrade", "pip"],
+                             [py, "-m", "pip", "install", "-q", *requirements]]
+    assert runs[-1] == [str(venv / "bin" / "appworld"), "install"]
+    assert (venv / ".appworld-installed").exists()
+    runs.clear()
+    cli._install_venv(venv, "python3", installer)  # installed: nothing runs again
+    assert runs == []

@@ -5,6 +5,7 @@ set-up."""
 from __future__ import annotations
 
 import base64
+import ensurepip
 import hashlib
 import importlib.util
 import os
@@ -98,3 +99,27 @@ def test_every_command_make_runs_writes_bytecode():
     made = subprocess.run(["make", "-s", "--no-print-directory", "--eval", probe, "probe"], env=env, cwd=ROOT,
                           capture_output=True, text=True, check=True)
     assert made.stdout.strip() == "False"
+
+
+def pip_of(python: Path) -> str:
+    return subprocess.run([str(python), "-m", "pip", "--version"], capture_output=True, text=True, check=True).stdout
+
+
+def test_create_from_makes_a_venv_with_pip_through_uv_once(tmp_path):
+    python = tmp_path / "venv" / "bin" / "python"
+    assert fast_install.main(["--python", str(python), "--create-from", sys.executable, "--quiet"]) == 0
+    assert python.exists() and (tmp_path / "venv" / "pyvenv.cfg").read_text().count("uv =") == 1
+    assert pip_of(python).startswith("pip ")
+    (tmp_path / "venv" / "marker").write_text("kept")  # a venv that has its interpreter is left as it is
+    assert fast_install.main(["--python", str(python), "--create-from", sys.executable, "--quiet"]) == 0
+    assert (tmp_path / "venv" / "marker").read_text() == "kept"
+
+
+def test_create_from_without_uv_falls_back_to_venv_and_a_current_pip(tmp_path, monkeypatch):
+    monkeypatch.setattr(fast_install, "find_uv", lambda python: None)
+    python = tmp_path / "venv" / "bin" / "python"
+    assert fast_install.main(["--python", str(python), "--create-from", sys.executable, "--quiet"]) == 0
+    assert "uv =" not in (tmp_path / "venv" / "pyvenv.cfg").read_text()
+    installed = tuple(int(part) for part in pip_of(python).split()[1].split(".")[:2])
+    bundled = tuple(int(part) for part in ensurepip.version().split(".")[:2])
+    assert installed >= bundled  # venv's own pip, then upgraded
