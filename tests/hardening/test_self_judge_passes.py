@@ -1,7 +1,7 @@
 """Issue 10, item 9: a self-judge test that can pass, not only "never guesses".
 
-A tiny in-process model is taught (a few hundred optimizer steps on the judge's own score
-prompts) to answer "pass" for one rollout and "fail" for the other. The real self-judge
+A tiny in-process model is taught (optimizer steps on the judge's own score prompts, its last
+layer only) to answer "pass" for one rollout and "fail" for the other. The real self-judge
 path - TransformersChatBackend, sampling at temperature > 0, k = 3 repeats, JSON
 extraction, validation, all-must-pass aggregation, dropout - must then return those
 verdicts, a surviving criterion and rewards of opposite sign.
@@ -9,6 +9,7 @@ verdicts, a surviving criterion and rewards of opposite sign.
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -25,30 +26,53 @@ def _answer(verdict: str) -> str:
     return json.dumps({"paid": {"verdict": verdict, "steps": [0]}})
 
 
-def _teach(model, tokenizer, prompts: list[torch.Tensor], answers: list[str], steps: int = 300,
-           learned: float = 1e-4) -> float:
+def _taught_parameters(model) -> list[torch.nn.Parameter]:
+    """The weights that do not feed any layer's keys and values at the prompt's positions: the
+    last layer's query and output projections, its MLP and norm before it, and the final norm."""
+    last = model.model.layers[-1]
+    return [*last.self_attn.q_proj.parameters(), *last.self_attn.o_proj.parameters(),
+            *last.post_attention_layernorm.parameters(), *last.mlp.parameters(), *model.model.norm.parameters()]
+
+
+def _teach(model, tokenizer, prompts: list[torch.Tensor], answers: list[str], steps: int = 1500,
+           learned: float = 1e-3) -> float:
     """Supervised steps on (prompt -> answer + eos), answer tokens only, until the mean loss is below
-    ``learned`` (100x under what the test asserts; at most ``steps``); returns the last loss."""
+    ``learned`` (10x under what the test asserts; at most ``steps``); returns the last loss.
+
+    Only :func:`_taught_parameters` learn, so the prompts' keys and values never change: each
+    prompt runs through the model once and every step reads a copy of its cache (about 20 ms a
+    step, where teaching every weight re-read the 2.6k prompt tokens: 0.5 s a step)."""
+    taught = _taught_parameters(model)
+    frozen = [p for p in model.parameters() if all(p is not q for q in taught)]
     torch.manual_seed(0)
-    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    model.train()
+    optimizer = torch.optim.Adam(taught, lr=0.1)
     batch = []
     for prompt, answer in zip(prompts, answers):
         target = tokenizer(answer, add_special_tokens=False, return_tensors="pt").input_ids[0]
         target = torch.cat([target, torch.tensor([tokenizer.eos_token_id])])
-        ids = torch.cat([prompt[0], target]).unsqueeze(0)
+        with torch.no_grad():
+            cache = model(input_ids=prompt[:, :-1], use_cache=True).cache
+        ids = torch.cat([prompt[0, -1:], target]).unsqueeze(0)  # the prompt's last token predicts the first
         labels = ids.clone()
-        labels[0, : prompt.shape[1]] = -100
-        batch.append((ids, labels))
+        labels[0, 0] = -100
+        batch.append((cache, ids, labels))
+    for p in frozen:
+        p.requires_grad_(False)
+    model.train()
     loss = torch.tensor(0.0)
-    for _ in range(steps):
-        optimizer.zero_grad()
-        loss = sum(model(input_ids=ids, labels=labels).loss for ids, labels in batch) / len(batch)
-        if loss.item() < learned:  # taught: further steps only sharpen what sampling already returns
-            break
-        loss.backward()
-        optimizer.step()
-    model.eval()
+    try:
+        for _ in range(steps):
+            optimizer.zero_grad()
+            loss = sum(model(input_ids=ids, labels=labels, cache=copy.deepcopy(cache)).loss
+                       for cache, ids, labels in batch) / len(batch)
+            if loss.item() < learned:  # taught: further steps only sharpen what sampling already returns
+                break
+            loss.backward()
+            optimizer.step()
+    finally:
+        model.eval()
+        for p in frozen:
+            p.requires_grad_(True)
     return loss.item()
 
 
