@@ -82,7 +82,8 @@ def test_the_venv_is_made_by_the_installer_given_else_by_venv_and_pip(tmp_path, 
         assert runs[:-1] == [[cli.sys.executable, installer, "--python", py, "--create-from", "python3", "-q",
                               *requirements]]
     else:
-        assert runs[:-1] == [["python3", "-m", "venv", str(venv)], [py, "-m", "pip", "install", "-q", "--upgrade", "pip"],
+        assert runs[:-1] == [["python3", "-m", "venv", str(venv)],
+                             [py, "-m", "pip", "install", "-q", "--upgrade", "pip"],
                              [py, "-m", "pip", "install", "-q", *requirements]]
     assert runs[-1] == [str(venv / "bin" / "appworld"), "install"]
     assert (venv / ".appworld-installed").exists()
