@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import rubricgym  # noqa: E402,F401  (registers the env ids)
 from remote.conftest import start_server  # noqa: E402  (the tests' real-server launcher)
+from rubricgym.servers import tree_cpu_seconds  # noqa: E402  (the server and every process under it)
 
 ALF_TASKS = ["look_at_obj_in_light-Pen-None-FloorLamp-330/trial_T00000013_train_00",
              "pick_and_place_simple-SaltShaker-None-DiningTable-24/trial_T00000018_train_00"]
@@ -81,21 +82,6 @@ def added_step_time(env_id: str, kwargs: dict, tasks: list[str], expert, rounds:
             "added_ms": round(remote_ms - local_ms, 2), "added_over_step": round((remote_ms - local_ms) / local_ms, 3)}
 
 
-def _cpu_s(pid: int) -> float:
-    """CPU seconds of a process and its children (the server and its session workers), Linux /proc."""
-    total = 0.0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(entry) == pid or fields[1] == str(pid):
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 def throughput(kwargs: dict, window_s: float, levels: list[int]) -> dict:
     plans = _plans("ALFWorld-Rubric-v0", kwargs, ALF_TASKS, lambda env: env.unwrapped.adapter.expert_plan())
     workers = os.cpu_count() or 1
@@ -129,11 +115,11 @@ def throughput(kwargs: dict, window_s: float, levels: list[int]) -> dict:
             for t in threads:
                 t.start()
             start.wait()
-            t0, cpu0 = time.monotonic(), _cpu_s(server.proc.pid)
+            t0, cpu0 = time.monotonic(), tree_cpu_seconds(server.proc.pid)
             stop_at[0] = t0 + window_s
             for t in threads:
                 t.join()
-            cores[str(n)] = round((_cpu_s(server.proc.pid) - cpu0) / (time.monotonic() - t0), 2)
+            cores[str(n)] = round((tree_cpu_seconds(server.proc.pid) - cpu0) / (time.monotonic() - t0), 2)
             out[str(n)] = round(sum(counts) / window_s * 60, 1)
             for env in envs:
                 env.close()

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["CLOCK_TICKS", "HOST", "ServerProcess", "free_port", "owner_pid", "pid_alive", "process_cpu_seconds",
-           "sweep_stale"]
+           "process_tree", "sweep_stale", "tree_cpu_seconds"]
 
 HOST = "127.0.0.1"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # /proc/<pid>/stat counts CPU time in these
@@ -45,6 +45,48 @@ def process_cpu_seconds(pid: int) -> float | None:
     except (OSError, IndexError):
         return None
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _proc_stats() -> dict[int, tuple[int, float]]:
+    """Every process's (parent PID, CPU seconds), from one read of each /proc/<pid>/stat."""
+    stats: dict[int, tuple[int, float]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:  # os.open/os.read: half the time of open() here, and this runs twice a step
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+            try:
+                fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
+            finally:
+                os.close(fd)
+        except (OSError, IndexError):
+            continue
+        stats[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
+    return stats
+
+
+def process_tree(root: int, stats: dict[int, tuple[int, float]] | None = None) -> list[int]:
+    """``root`` and every live process descending from it ([] once it is gone)."""
+    stats = _proc_stats() if stats is None else stats
+    if root not in stats:
+        return []
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tree
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    """CPU seconds of ``root`` and its live descendants (None once ``root`` is gone); one pass
+    over /proc (a process started in a bubblewrap sandbox is a descendant: its init adopts orphans)."""
+    stats = _proc_stats()
+    tree = process_tree(root, stats)
+    return sum(stats[pid][1] for pid in tree) if tree else None
 
 
 def pid_alive(pid: int) -> bool:

@@ -32,7 +32,7 @@ import httpx
 from rubricgym.adapters.appworld.apps_server import AppsProcess, Sockets
 from rubricgym.adapters.appworld.paths import appworld_python
 from rubricgym.adapters.appworld.sandbox import check_sandbox, server_sandbox
-from rubricgym.servers import CLOCK_TICKS, HOST, ServerProcess, free_port, process_cpu_seconds
+from rubricgym.servers import HOST, ServerProcess, free_port, process_cpu_seconds, process_tree, tree_cpu_seconds
 
 log = logging.getLogger(__name__)
 SERVE_SCRIPT = Path(__file__).with_name("serve_app.py")
@@ -61,48 +61,6 @@ def process_rss_bytes(pid: int) -> int | None:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, IndexError, ValueError):
         return None
-
-
-def _proc_stats() -> dict[int, tuple[int, float]]:
-    """Every process's (parent PID, CPU seconds), from one read of each /proc/<pid>/stat."""
-    stats: dict[int, tuple[int, float]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:  # os.open/os.read: half the time of open() here, and this runs twice a step
-            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
-            try:
-                fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
-            finally:
-                os.close(fd)
-        except (OSError, IndexError):
-            continue
-        stats[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
-    return stats
-
-
-def process_tree(root: int, stats: dict[int, tuple[int, float]] | None = None) -> list[int]:
-    """``root`` and every live process descending from it ([] once it is gone)."""
-    stats = _proc_stats() if stats is None else stats
-    if root not in stats:
-        return []
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _) in stats.items():
-        children.setdefault(parent, []).append(pid)
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, ()))
-    return tree
-
-
-def tree_cpu_seconds(root: int) -> float | None:
-    """CPU seconds of ``root`` and its live descendants (None once ``root`` is gone); one pass
-    over /proc (a process started in the sandbox is a descendant: bwrap's init adopts orphans)."""
-    stats = _proc_stats()
-    tree = process_tree(root, stats)
-    return sum(stats[pid][1] for pid in tree) if tree else None
 
 
 def tree_rss_bytes(root: int) -> int | None:
