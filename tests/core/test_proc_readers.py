@@ -16,6 +16,7 @@ PARENT = (f"import subprocess, sys\nchild = subprocess.Popen([sys.executable, '-
 
 def test_a_tree_holds_the_grandchild_and_sums_its_cpu():
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    child = None
     try:
         child = int(parent.stdout.readline())
         deadline = time.monotonic() + 30
@@ -31,6 +32,7 @@ def test_a_tree_holds_the_grandchild_and_sums_its_cpu():
     finally:
         parent.kill()
         parent.wait()
-        subprocess.run(["kill", "-9", str(child)], check=False)
+        if child is not None:
+            subprocess.run(["kill", "-9", str(child)], check=False)
     assert not pid_alive(parent.pid)
     assert process_tree(parent.pid) == [] and tree_cpu_seconds(parent.pid) is None  # gone: nothing to meter

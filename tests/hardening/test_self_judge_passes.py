@@ -43,7 +43,8 @@ def _teach(model, tokenizer, prompts: list[torch.Tensor], answers: list[str], st
     prompt runs through the model once and every step reads a copy of its cache (about 20 ms a
     step, where teaching every weight re-read the 2.6k prompt tokens: 0.5 s a step)."""
     taught = _taught_parameters(model)
-    frozen = [p for p in model.parameters() if all(p is not q for q in taught)]
+    taught_ids = {id(p) for p in taught}
+    frozen = [p for p in model.parameters() if id(p) not in taught_ids]
     torch.manual_seed(0)
     optimizer = torch.optim.Adam(taught, lr=0.1)
     batch = []
