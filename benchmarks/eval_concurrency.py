@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rubricgym.llm_server import MODEL_ALIAS, LocalLLMServer
 from rubricgym.registration import task_ids
-from rubricgym.trainers.agent_eval import EvalSettings, PolicySpec, run_eval
+from rubricgym.trainers.eval import EvalSettings, PolicySpec, run_eval
 
 OUT = Path(__file__).resolve().parent / "results" / "eval_concurrency.json"
 

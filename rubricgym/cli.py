@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "library": ("rubricgym.trca.cli", "generate, validate, test and diff TRCA operator libraries"),
     "train": ("rubricgym.trainers.cli", "GRPO training with rubric rewards"),
     "study": ("rubricgym.trainers.study", "sample efficiency of advantage estimators at matched trajectory budgets"),
-    "eval": ("rubricgym.trainers.agent_eval", "measure an agent (endpoint, local model or your function) on an env, per-step credit included"),
+    "eval": ("rubricgym.trainers.eval.cli", "measure an agent (endpoint, local model or your function) on an env, per-step credit included"),
     "judge": ("rubricgym.judges.cli", "score stored trajectories with an LLM rubric judge"),
     "report": ("rubricgym.report.cli", "HTML report of a run folder or a trajectory file"),
     "serve-env": ("rubricgym.remote.server", "serve an env over OpenEnv's protocol (WebSocket; loopback by default)"),

@@ -134,8 +134,8 @@ def test_a_trained_runs_adapter_plays_with_its_checkpointed_weights(tmp_path):
     from peft import get_peft_model_state_dict
     from safetensors.torch import load_file
 
-    from rubricgym.trainers.agent_eval import trained_adapter
     from rubricgym.trainers.checkpoint import ADAPTER_FILE, latest_checkpoint
+    from rubricgym.trainers.eval import trained_adapter
 
     output = tmp_path / "runs"
     assert main(["train", "--set", "model.name=tiny", "--set", f"env.id={ENV}", "--set", "env.max_steps=2",

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rubricgym.cli import main
-from rubricgym.trainers.agent_eval import EvalSettings, PolicySpec, compare_runs, summarize
+from rubricgym.trainers.eval import EvalSettings, PolicySpec, compare_runs, summarize
 
 
 def record(task: str, sample: int, success: bool, outcome: str | None = None, steps: int = 2,

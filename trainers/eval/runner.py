@@ -1,0 +1,55 @@
+"""``run_eval``: one eval from its settings to its output folder.
+
+Every episode is appended to ``OUT/episodes.jsonl`` as it finishes; ``--resume`` skips the (task,
+sample) pairs already there. ``OUT/summary.json`` holds success rates, returns, tokens, cost
+and the rubric's reward by step index (with ``--judge``, the judge's lines are ``OUT/judge.jsonl``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rubricgym.jsonl import iter_json_lines
+from rubricgym.trainers.eval.judge import JUDGE_FILE, judge_episodes
+from rubricgym.trainers.eval.settings import EPISODES_FILE, SUMMARY_FILE, EvalSettings
+from rubricgym.trainers.eval.summary import summarize
+from rubricgym.trainers.eval.workers import play_jobs
+
+
+def done_pairs(path: Path) -> set[tuple[str, int]]:
+    if not path.is_file():
+        return set()
+    return {(str(r["task_id"]), int(r["sample"])) for _, r in iter_json_lines(path, what="an episode record")}
+
+
+def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
+    # lazy: run_files loads the trainer's checkpoint code (torch, peft); the spawned workers
+    # import this package for their episodes and need none of it
+    from rubricgym.trainers.run_files import drop_partial_line, refuse_links_outside, write_run_file
+
+    out = Path(settings.out)
+    if out.exists():
+        refuse_links_outside(out)
+    out.mkdir(parents=True, exist_ok=True)
+    episodes = out / EPISODES_FILE
+    if episodes.exists() and not settings.resume:
+        raise FileExistsError(f"{episodes} exists: pass --resume to continue it, or another --out")
+    drop_partial_line(episodes)  # a record cut by a kill: its episode is played again
+    done = done_pairs(episodes)
+    jobs = [(task, sample, settings.seed + 1000 * sample + i) for i, task in enumerate(settings.tasks)
+            for sample in range(settings.samples) if (task, sample) not in done]
+    if jobs:
+        play_jobs(settings, jobs, episodes, progress)
+    records = [r for _, r in iter_json_lines(episodes, what="an episode record")] if episodes.exists() else []
+    records.sort(key=lambda r: (str(r["task_id"]), int(r["sample"])))  # file order depends on finishing order
+    summary = summarize(records, settings)
+    if settings.judge is not None:  # after every episode is in: a task's K samples are one group
+        judged = judge_episodes(records, settings.judge, settings.env_id)
+        write_run_file(out / JUDGE_FILE, "".join(json.dumps(line, default=str) + "\n" for line in judged.lines))
+        summary["draco"] = judged.summary(settings.judge.variant)
+        summary["draco"]["per_episode"] = judged.scores
+    write_run_file(out / SUMMARY_FILE, json.dumps(summary, indent=2, default=str))
+    return summary
