@@ -30,7 +30,7 @@ import gymnasium as gym
 import numpy as np
 
 import rubricgym  # noqa: F401
-from rubricgym.credit.estimators import group_step_advantages
+from rubricgym.estimators import group_step_advantages
 from rubricgym.credit.trca import RolloutSignals
 from rubricgym.registration import get_spec, operator_library
 from rubricgym.trca import TRCAReward, load_library
@@ -149,7 +149,7 @@ def binding_floor(lib, episodes, repeat: int) -> dict[str, float]:
                        if last is None or v != last[k]]
             steps.append((bind, changed))
             last = values
-    context = cel.Context({**{v: None for v in lib.fact_variables}, **{v: False for v in lib.coverage_variables},
+    context = cel.Context({**dict.fromkeys(lib.fact_variables), **dict.fromkeys(lib.coverage_variables, False),
                            **steps[0][0]})
     n = len(steps) * lib.num_operators
     best_all = best_convert = 0.0

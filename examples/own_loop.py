@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 import rubricgym
-from rubricgym.credit import StepTokens, group_step_advantages, token_advantages
+from rubricgym.credit import StepTokens, token_advantages
+from rubricgym.estimators import group_step_advantages, resolve_estimator
 from rubricgym.models import load_causal_lm
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
 from rubricgym.tokens import response_token_spans
@@ -100,8 +101,9 @@ def tokens_of(tokenizer: object, prompt_ids: list[int], reply: str, info: dict) 
 
 def token_credit(group: Group, estimator: str = "trca") -> list[list[tuple[np.ndarray, np.ndarray]]]:
     """Per rollout, per step: (advantages, mask) over the step's response tokens."""
-    per_step = group_step_advantages(estimator, group.trajectories)
-    return [[token_advantages(estimator, [value], [step.tokens], len(step.response_ids))
+    resolved = resolve_estimator(estimator)  # once: gamma, lambda, outcome and objective settled
+    per_step = group_step_advantages(resolved, group.trajectories)
+    return [[token_advantages(resolved.placement, [value], [step.tokens], len(step.response_ids))
              for value, step in zip(values, steps, strict=True)]
             for values, steps in zip(per_step, group.steps, strict=True)]
 

@@ -18,7 +18,7 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rubricgym.adapter import Adapter, TaskBinding
 from rubricgym.contract import Facts
@@ -101,6 +101,11 @@ class BenchmarkSpec:
     expert: Ref | None = None
     description: str = ""
     tool_surface: Ref | None = None
+    outcome: Literal["return", "success"] = "return"
+    """What the episode advantage A_E standardizes by default for this benchmark: the summed
+    engine reward (``return``), or the papers' binary success (``success``). They are the same
+    where the engine pays 1 for a success and 0 otherwise; a benchmark with partial scores says
+    which it trains on (docs/design.md, "Outcome")."""
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
@@ -109,6 +114,8 @@ class BenchmarkSpec:
             raise TypeError(f"{self.name}: facts_model must be a Facts subclass")
         if not (isinstance(self.binding_model, type) and issubclass(self.binding_model, TaskBinding)):
             raise TypeError(f"{self.name}: binding_model must be a TaskBinding subclass")
+        if self.outcome not in ("return", "success"):
+            raise ValueError(f"{self.name}: outcome must be 'return' or 'success', got {self.outcome!r}")
         if self.env_ids and not self.adapter:
             raise ValueError(f"{self.name}: env ids need an adapter reference")
         ids = {e.id for e in self.env_ids}

@@ -21,17 +21,14 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rubricgym.credit.trca import RolloutSignals
 
-__all__ = ["anchor_observations", 
-    "ComponentRecord", "JudgeRecord", "MissingRecord", "StepRecords", "TRCARecord", "has_records", "read_component",
-    "rollout_signals", "step_records", "trca_gamma",
-]
+__all__ = ["ComponentRecord", "JudgeRecord", "MissingRecord", "StepRecords", "TRCARecord", "has_records",
+           "read_component", "step_records"]
 
 R = TypeVar("R", bound="ComponentRecord")
 LEGACY_KEYS = ("trca", "judge")  # where files written before info["rubric"] kept their records
@@ -172,38 +169,3 @@ def has_records(source: Any) -> bool:
     """Whether a step carries any reward record."""
     info = _info_of(source)
     return isinstance(info.get("rubric"), Mapping) or any(isinstance(info.get(k), Mapping) for k in LEGACY_KEYS)
-
-
-def rollout_signals(steps: Sequence[Any], label: str = "rollout", outcome: float | None = None,
-                    component: str | None = None) -> RolloutSignals:
-    """What TRCA credit needs from one rollout's steps (``Trajectory.transitions`` or a
-    trainer's step samples: anything with ``info``, ``env_reward`` and ``context_key``).
-    Raises ``MissingRecord`` when a step carries no TRCA record, rather than guessing zeros."""
-    records = []
-    for index, step in enumerate(steps):
-        record = step_records(step).trca(component)
-        if record is None:
-            raise MissingRecord(f"{label} step {getattr(step, 'step', index)} has no TRCA record: "
-                                "collect rollouts through the TRCA reward (gym.make(..., reward='default'))")
-        records.append(record)
-    return RolloutSignals(
-        r_f=[r.r_F for r in records], r_b=[r.r_B for r in records],
-        env_rewards=[float(s.env_reward) for s in steps], context_keys=[s.context_key for s in steps],
-        r_trca=[r.r_TRCA for r in records], outcome=outcome,
-    )
-
-
-def anchor_observations(trajectory: Any) -> list[str]:
-    """The observation text each step acted on (GiGPO's anchor state): the initial observation
-    for step 0, then each step's predecessor's observation (shape ``[T]``)."""
-    transitions = trajectory.transitions
-    return [trajectory.initial_observation, *(t.observation for t in transitions[:-1])][:len(transitions)]
-
-
-def trca_gamma(steps: Iterable[Any]) -> float | None:
-    """The discount the first TRCA record of ``steps`` carries (its library's ``gamma``)."""
-    for step in steps:
-        record = step_records(step).trca()
-        if record is not None and record.gamma is not None:
-            return record.gamma
-    return None

@@ -19,7 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 import rubricgym  # noqa: F401  (registers the env ids)
-from rubricgym.credit import group_step_advantages
+from rubricgym.estimators import group_step_advantages
 from rubricgym.demo import scripted_responses
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recorded_behaviour.json"

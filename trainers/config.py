@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from rubricgym.credit.estimators import get_estimator
 from rubricgym.env_factories import check_factory_name
+from rubricgym.estimators import OutcomeRule, ResolvedEstimator, estimator_names, resolve_estimator
 from rubricgym.prompts import PromptSettings
-from rubricgym.registration import check_env_id, get_spec
+from rubricgym.registration import UnknownBenchmark, check_env_id, get_spec
 from rubricgym.secret_refs import refuse_inline_secrets
 from rubricgym.trainers.parallel.settings import ParallelSettings
 from rubricgym.yaml_files import parse_yaml, read_yaml_file
@@ -126,10 +126,8 @@ class GenerationSettings(_Section):
 
 
 class AlgorithmSettings(_Section):
-    advantage: str = Field(
-        "trca",
-        description="grpo | trca | trca_no_rf | trca_no_rb | draco | draco_static | draco_static_credit | draco_dynamic",
-    )
+    advantage: str = Field("trca", description="the advantage estimator: " + " | ".join(estimator_names())
+                           + " (docs/trainer.md's table; rubricgym.estimators.register_estimator adds one)")
     group_size: int = Field(4, ge=1, description="G rollouts per task, identical initial state")
     tasks_per_iteration: int = Field(1, ge=1)
     lr: float = Field(5e-5, gt=0.0)
@@ -152,19 +150,19 @@ class AlgorithmSettings(_Section):
     max_grad_norm: float = Field(1.0, gt=0.0)
     gamma: float | None = Field(
         None, gt=0.0, le=1.0,
-        description="TRCA completion-aware return discount; default: the operator library's gamma "
-        "(a value here overrides it, with a warning when they differ)")
-    trca_lambda: float | None = Field(None, ge=0.0, le=1.0, description="re-mix r_F/r_B (default: the wrapper's r_TRCA)")
+        description="the discount of TRCA's completion-aware return and GiGPO's step return; default: the "
+        "operator library's gamma, else 0.95 (a value here overrides it, with a warning when they differ)")
+    trca_lambda: float | None = Field(
+        None, ge=0.0, le=1.0, description="re-mix r_F/r_B (default: the r_TRCA the reward paid, i.e. the library's "
+        "lambda; the TRCA ablations fix their own)")
+    outcome: OutcomeRule | None = Field(
+        None, description="what A_E standardizes: 'return' (the summed engine reward) or 'success' (the papers' "
+        "binary outcome); default: the benchmark's (BenchmarkSpec.outcome; where the engine pays 1 for a win and 0 "
+        "otherwise both agree)")
     eps: float = Field(1e-6, gt=0.0)
     skip_zero_advantage: bool | None = Field(
         None, description="drop samples whose trained tokens all have advantage 0; default: the estimator's "
         "(TRCA and DRACO: keep them, as TRCA's Eq. 22 counts them; GRPO, RLOO, GiGPO: drop them)")
-
-    @field_validator("advantage")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        get_estimator(value)  # a ValueError names the known estimators
-        return value
 
 
 class WarmupSettings(_Section):
@@ -229,6 +227,21 @@ class RunSettings(_Section, ParallelSettings):
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the usable CPUs, at most 2)")
 
 
+ALGORITHM_SETTING_NAMES = {"gamma": "algorithm.gamma", "lam": "algorithm.trca_lambda", "outcome": "algorithm.outcome",
+                           "ratio_level": "algorithm.ratio_level", "loss_aggregation": "algorithm.loss_aggregation",
+                           "skip_zero_advantage": "algorithm.skip_zero_advantage"}
+
+
+def benchmark_outcome(env: EnvSettings) -> OutcomeRule | None:
+    """The outcome rule the env's benchmark declares (None for a factory-made env)."""
+    if env.factory:
+        return None
+    try:
+        return get_spec(env.id).outcome
+    except UnknownBenchmark:
+        return None
+
+
 class TrainConfig(_Section):
     model: ModelSettings = Field(default_factory=ModelSettings)
     lora: LoraSettings = Field(default_factory=LoraSettings)
@@ -240,6 +253,23 @@ class TrainConfig(_Section):
     warmup: WarmupSettings = Field(default_factory=WarmupSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     run: RunSettings = Field(default_factory=RunSettings)
+    _estimator: ResolvedEstimator = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _resolve_estimator(self) -> TrainConfig:
+        # the one resolution of the run's estimator: an unknown name fails here, with the known ones
+        alg = self.algorithm
+        self._estimator = resolve_estimator(
+            alg.advantage, gamma=alg.gamma, lam=alg.trca_lambda, eps=alg.eps, outcome=alg.outcome,
+            benchmark_outcome=benchmark_outcome(self.env), ratio_level=alg.ratio_level,
+            loss_aggregation=alg.loss_aggregation, skip_zero_advantage=alg.skip_zero_advantage,
+            setting_names=ALGORITHM_SETTING_NAMES)
+        return self
+
+    @property
+    def estimator(self) -> ResolvedEstimator:
+        """The run's estimator, resolved once when the config was validated."""
+        return self._estimator
 
     @model_validator(mode="before")
     @classmethod

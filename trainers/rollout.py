@@ -45,6 +45,7 @@ class StepSample:
     env_reward: float  # the engine's own reward (the sparse outcome signal)
     context_key: str = ""
     info: dict[str, Any] = field(default_factory=dict)  # {"rubric": {component: record}} of the step
+    anchor: str | None = None  # the observation the step acted on (GiGPO's anchor state)
     # filled by the advantage estimator: one value per response token, and which tokens count
     token_advantages: list[float] | None = None
     loss_mask: list[bool] | None = None
@@ -52,6 +53,11 @@ class StepSample:
     # the loss aggregation 1/N sum_i 1/T_i sum_t reads them
     rollout_index: int = 0
     rollout_steps: int = 1
+
+    @property
+    def response_length(self) -> int:
+        """The step's response tokens (what DRACO's a_j divides by)."""
+        return len(self.response_ids)
 
 
 @dataclass
@@ -323,6 +329,7 @@ class RolloutCollector:
             env_reward=float(transition.env_reward) if transition is not None else float(reward),
             context_key=transition.context_key if transition is not None else "",
             info=extra,
+            anchor=x.view.observation,
         ))
         x.view.record(text, obs, info)
         if terminated or truncated:

@@ -44,7 +44,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rubricgym.env_factories import register_env_factories, registered_env_factories
-from rubricgym.credit.estimators import get_estimator
+from rubricgym.estimators import get_estimator
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.run_files import write_run_file
 from rubricgym.trainers.trainer import Trainer

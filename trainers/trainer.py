@@ -22,7 +22,6 @@ import torch
 from peft import LoraConfig, get_peft_model
 from tqdm.auto import tqdm
 
-from rubricgym.credit.estimators import get_estimator
 from rubricgym.judges.client import TransformersChatBackend
 from rubricgym.judges.config import JudgeSettings
 from rubricgym.judges.pipeline import DracoJudge
@@ -210,14 +209,15 @@ class Trainer:
                              seed=self.config.run.seed)
 
     def _build_judge(self) -> Any:
-        if get_estimator(self.config.algorithm.advantage).signal != "judge":
+        variant = self.config.estimator.judge_variant
+        if variant is None:
             return None
         options = dict(self.config.judge.options)
         if self.config.judge.config:
             options = {**(read_yaml_file(self.config.judge.config) or {}), **options}
         judge_cfg = self.config.judge
         adapter = getattr(self.collector.env(0).unwrapped, "adapter", None)
-        static = str(get_estimator(self.config.algorithm.advantage).draco_variant).startswith("static")
+        static = variant.startswith("static")
         if judge_cfg.static_rubric:
             rubric = load_rubric(judge_rubric_file(judge_cfg.static_rubric))
         elif static:  # the benchmark's packaged rubric; a clear error when it ships none
@@ -294,12 +294,11 @@ class Trainer:
         for k, group in zip(mine, groups, strict=True):
             for rollout in group:
                 rollout.group = k  # its task's index in the global batch
-        # 2. credit: per-token advantages and masks, by estimator name
+        # 2. credit: per-token advantages and masks, by the estimator resolved when the config loaded
         t0 = time.perf_counter()
         if cfg.judge.self_judge and self.judge is not None:
             self.judge.backend.model_id = self._policy_id(it)  # the weights that made these rollouts
-        assign_advantages(groups, cfg.algorithm.advantage, gamma=cfg.algorithm.gamma, lam=cfg.algorithm.trca_lambda,
-                          eps=cfg.algorithm.eps, judge=self.judge, iteration=it)
+        assign_advantages(groups, cfg.estimator, judge=self.judge, iteration=it)
         credit_s = time.perf_counter() - t0
         # 3. update: clipped surrogate + KL to the base + entropy bonus, aggregated as configured
         #    (several processes: global denominators, gradients summed over the ranks)
@@ -353,7 +352,8 @@ class Trainer:
         """One policy update of iteration ``it`` on this rank's step samples (global statistics)."""
         gen = torch.Generator().manual_seed(derive_seed(self.config.run.seed, 15485863, it))
         return ppo_update(self.model, self.optimizer, self.scheduler, samples, self.config.algorithm,
-                          pad_id=self.pad_id, temperature=self.config.generation.temperature, generator=gen,
+                          self.config.estimator.objective, pad_id=self.pad_id,
+                          temperature=self.config.generation.temperature, generator=gen,
                           parallel=self.parallel)
 
     def _rollout_metrics(self, groups: Sequence[Sequence[Rollout]]) -> dict[str, float]:

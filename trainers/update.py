@@ -1,7 +1,10 @@
 """One policy update over an iteration's step samples, top to bottom.
 
-1. Keep the samples that have at least one trained token (nonzero advantage when
-   ``skip_zero_advantage``); sort by length so micro-batches pad little.
+1. Drop the samples whose trained tokens all have advantage 0 when ``skip_zero_advantage``.
+   Of the rest, those with trained tokens are forwarded (sorted by length so micro-batches pad
+   little); those without (a response with no parsed action under action placement) still
+   count in the normaliser of the step-defined aggregations (TRCA's Eq. 22 sums 1/T_i over
+   every step of rollout i) and contribute no policy-gradient term.
 2. Reference log-probs under the frozen base: the same model with the LoRA adapter
    disabled. Old log-probs: the policy before this update (computed once when the update
    takes several optimizer steps; otherwise the live values, detached, are identical).
@@ -31,7 +34,7 @@ from typing import Any
 
 import torch
 
-from rubricgym.credit.estimators import get_estimator
+from rubricgym.estimators import Objective
 from rubricgym.trainers.config import AlgorithmSettings
 from rubricgym.trainers.loss import entropy_from_logits, policy_loss
 from rubricgym.trainers.parallel.base import ParallelStrategy, empty_loss
@@ -125,30 +128,24 @@ def _stack(values: dict[int, torch.Tensor], mb: Sequence[int], width: int, devic
     return t
 
 
-def trainable_samples(samples: Sequence[StepSample], skip_zero: bool) -> list[StepSample]:
-    keep = []
-    for s in samples:
-        if not s.loss_mask or not any(s.loss_mask):
-            continue
-        if skip_zero and not any(a != 0.0 for a, m in zip(s.token_advantages or [], s.loss_mask) if m):
-            continue
-        keep.append(s)
-    return keep
+def has_trained_tokens(sample: StepSample) -> bool:
+    return bool(sample.loss_mask) and any(sample.loss_mask)
 
 
-def resolved_objective(settings: AlgorithmSettings) -> AlgorithmSettings:
-    """The settings with ``ratio_level`` / ``loss_aggregation`` / ``skip_zero_advantage`` filled
-    from the estimator's defaults (rubricgym.credit.estimators) where the config leaves them unset."""
-    est = get_estimator(settings.advantage)
-    skip = settings.skip_zero_advantage
-    return settings.model_copy(update={"ratio_level": settings.ratio_level or est.ratio_level,
-                                       "loss_aggregation": settings.loss_aggregation or est.loss_aggregation,
-                                       "skip_zero_advantage": est.skip_zero_advantage if skip is None else skip})
+def counted_samples(samples: Sequence[StepSample], skip_zero: bool) -> list[StepSample]:
+    """The samples the update counts: all of them, less (when ``skip_zero``) those whose trained
+    tokens all have advantage 0. Samples without trained tokens are kept: they count in a
+    step-defined normaliser without a gradient term of their own."""
+    if not skip_zero:
+        return list(samples)
+    return [s for s in samples if not has_trained_tokens(s)
+            or any(a != 0.0 for a, m in zip(s.token_advantages or [], s.loss_mask or [], strict=False) if m)]
 
 
 def aggregation_base(samples: Sequence[StepSample], aggregation: str) -> list[float]:
-    """Unnormalised per-sample weights: n_s (``token_mean``), 1 (``step_mean``), 1/T_i
-    (``rollout_mean_step_mean``)."""
+    """Unnormalised per-sample weights: n_s (``token_mean``: trained tokens, so a sample without
+    any adds nothing), 1 (``step_mean``), 1/T_i (``rollout_mean_step_mean``); the last two count
+    every step, trained tokens or not."""
     if aggregation == "token_mean":
         return [float(sum(s.loss_mask or [])) for s in samples]
     if aggregation == "step_mean":
@@ -159,13 +156,15 @@ def aggregation_base(samples: Sequence[StepSample], aggregation: str) -> list[fl
 
 
 def aggregation_weights(samples: Sequence[StepSample], aggregation: str, total: float | None = None) -> list[float]:
-    """Per-sample weight of one optimizer step's samples, summing to 1 (docs/design.md §6).
+    """Per-sample weight of one optimizer step's samples (docs/design.md §6), summing to 1 over
+    ``samples`` when ``total`` is their own normaliser.
 
     ``token_mean``: n_s / sum n (every trained token weighs the same); ``step_mean``: 1/S;
-    ``rollout_mean_step_mean``: proportional to 1/T_i (T_i = steps of the sample's rollout), i.e.
-    1/(N T_i) when all of a rollout's steps are trained. A sample's weight is spread evenly over
-    its n_s trained tokens. ``total``: the normaliser when ``samples`` are one rank's share of
-    the step (the sum of ``aggregation_base`` over every rank); default: these samples' own."""
+    ``rollout_mean_step_mean``: 1/(N T_i) when the step holds all of its N rollouts' steps (the
+    paper's 1/N sum_i 1/T_i sum_t). A sample's weight is spread evenly over its n_s trained
+    tokens; a sample without any has weight but no term. ``total``: the normaliser when
+    ``samples`` are one rank's share of the step (the sum of ``aggregation_base`` over every
+    rank's counted samples); default: these samples' own."""
     if not samples:
         return []
     base = aggregation_base(samples, aggregation)
@@ -184,11 +183,13 @@ def _token_weights(samples: Sequence[StepSample], weights: Sequence[float], widt
 
 
 def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, samples: Sequence[StepSample],
-               settings: AlgorithmSettings, *, pad_id: int, temperature: float = 1.0,
+               settings: AlgorithmSettings, objective: Objective, *, pad_id: int, temperature: float = 1.0,
                generator: torch.Generator | None = None, parallel: ParallelStrategy | None = None) -> dict[str, float]:
-    """Run the update; returns token-weighted means of the loss terms (empty dict: nothing to
-    train). ``parallel``: the run's strategy, prepared with ``model`` and ``optimizer`` (default:
-    one process); with several ranks, ``samples`` are this rank's and the statistics are global."""
+    """Run the update; returns token-weighted means of the loss terms (only the counts when
+    nothing is trained). ``settings``: clipping, KL, entropy, epochs, batch sizes; ``objective``:
+    the resolved estimator's ratio level, aggregation and zero-advantage rule. ``parallel``: the
+    run's strategy, prepared with ``model`` and ``optimizer`` (default: one process); with
+    several ranks, ``samples`` are this rank's and the statistics are global."""
     if parallel is None:
         parallel = single_process()
         parallel.prepare_model(model, next(model.parameters()).device)
@@ -196,15 +197,17 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
     ranks = parallel.ranks
     parallel.begin_update()
     policy = parallel.module  # the training passes' forward (the model, or an engine around it)
-    settings = resolved_objective(settings)
-    samples = trainable_samples(samples, bool(settings.skip_zero_advantage))
-    trained, update_tokens = ranks.sum([len(samples), sum(len(s.prompt_ids) + len(s.response_ids) for s in samples)])
+    aggregation = objective.loss_aggregation
+    samples = counted_samples(samples, objective.skip_zero_advantage)
+    forwarded = [i for i, s in enumerate(samples) if has_trained_tokens(s)]
+    trained, update_tokens = ranks.sum([len(forwarded), sum(len(samples[i].prompt_ids) + len(samples[i].response_ids)
+                                                             for i in forwarded)])
     stats = {"trained_samples": trained, "update_tokens": update_tokens}
     if not trained:  # on no rank
         return stats
     device = next(model.parameters()).device
     # sort by total length: shorter padding per micro-batch; ties keep rollout order
-    order = sorted(range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].response_ids))
+    order = sorted(forwarded, key=lambda i: len(samples[i].prompt_ids) + len(samples[i].response_ids))
     rank = {i: k for k, i in enumerate(order)}
     size = settings.micro_batch_size
     was_training = model.training
@@ -220,20 +223,21 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
 
     sums = {"loss": 0.0, "pg": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "ratio": 0.0, "tokens": 0.0}
     grad_norms: list[float] = []
+    counted = list(range(len(samples)))  # every counted sample joins a minibatch's normaliser
     for epoch in range(settings.epochs):
-        perm = torch.randperm(len(order), generator=generator).tolist() if settings.minibatches > 1 else range(len(order))
-        shuffled = [order[k] for k in perm]
-        chunks = [shuffled[k :: settings.minibatches] for k in range(settings.minibatches)]
-        for chunk in chunks:
-            chunk = sorted(chunk, key=rank.__getitem__)
+        perm = torch.randperm(len(counted), generator=generator).tolist() if settings.minibatches > 1 else counted
+        shuffled = [counted[k] for k in perm]
+        minibatches = [shuffled[k :: settings.minibatches] for k in range(settings.minibatches)]
+        for minibatch in minibatches:
+            chunk = sorted((i for i in minibatch if i in rank), key=rank.__getitem__)  # the forwarded ones
             # global denominators: this optimizer step's samples, tokens and aggregation total on all ranks
-            chunk_samples = [samples[i] for i in chunk]
+            minibatch_samples = [samples[i] for i in minibatch]
             count, num_tokens, total = ranks.sum([
-                len(chunk), sum(sum(s.loss_mask) for s in chunk_samples),
-                sum(aggregation_base(chunk_samples, str(settings.loss_aggregation)))])
+                len(chunk), sum(sum(samples[i].loss_mask or []) for i in chunk),
+                sum(aggregation_base(minibatch_samples, aggregation))])
             if not count:
                 continue
-            step_weight = dict(zip(chunk, aggregation_weights(chunk_samples, str(settings.loss_aggregation), total),
+            step_weight = dict(zip(minibatch, aggregation_weights(minibatch_samples, aggregation, total),
                                    strict=True))
             optimizer.zero_grad(set_to_none=True)
             batches = list(micro_batches(chunk, size))
@@ -254,7 +258,7 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
                     logp, old_logp, ref_logp, batch.advantages, batch.loss_mask, entropy,
                     clip_low=settings.clip_low, clip_high=settings.clip_high, kl_coef=settings.kl_coef,
                     entropy_coef=settings.entropy_coef, num_tokens=num_tokens,
-                    ratio_level=str(settings.ratio_level), weights=weights,
+                    ratio_level=objective.ratio_level, weights=weights,
                 )
                 parallel.backward(terms.loss, last)
                 sums["loss"] += float(terms.loss.detach()) * num_tokens

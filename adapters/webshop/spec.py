@@ -32,4 +32,8 @@ SPEC = BenchmarkSpec(
     judge_rubric=_HERE / "rubric.yaml",
     context_key="page type, open product, selected options and stage",
     expert=f"{_PACKAGE}.expert:expert_actions",
+    # A purchase scores its share of matched attributes, options and price (partial credit);
+    # the papers' A_E reads the binary outcome (reward 1.0 = success), so that a group whose
+    # every purchase was wrong has A_E = 0 rather than ranking its partial scores.
+    outcome="success",
 )

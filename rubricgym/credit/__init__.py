@@ -2,18 +2,18 @@
 
 Every TRCA formula (docs/design.md §4) lives in ``rubricgym.credit.trca``; DRACO step credit
 (§5) in ``rubricgym.credit.draco``; plain GRPO and the one standardization rule shared by
-every estimator in ``rubricgym.credit.grpo`` — no I/O, models or envs in these three.
-``rubricgym.credit.estimators`` interprets estimator names and reads stored rollouts (their
-reward records, through ``rubricgym.records``); ``rubricgym.credit.placement`` puts per-step
-values on tokens (``token_advantages``). Other trainers can call all of these
-(docs/own_loop.md).
+every estimator in ``rubricgym.credit.grpo``; RLOO and GiGPO in ``rubricgym.credit.baselines``;
+``rubricgym.credit.placement`` puts per-step values on tokens (``token_advantages``). Arrays
+in, arrays out: nothing here reads records, trajectories, files, models or envs (an
+architecture test keeps it so). Estimators by name, and the one path from a group of rollouts
+to these functions, are ``rubricgym.estimators``.
 """
 
-from rubricgym.credit import draco, estimators, grpo, trca
-from rubricgym.credit.estimators import ESTIMATORS, Estimator, as_signals, get_estimator, group_step_advantages
+from rubricgym.credit import baselines, draco, grpo, trca
+from rubricgym.credit.baselines import gigpo_step_advantages, rloo_advantages, rloo_step_advantages
 from rubricgym.credit.draco import *  # noqa: F403
 from rubricgym.credit.grpo import DEFAULT_EPS, grpo_advantages, grpo_step_advantages, standardize
-from rubricgym.credit.placement import StepTokens, token_advantages
+from rubricgym.credit.placement import Placement, StepTokens, token_advantages
 from rubricgym.credit.trca import (
     CATEGORIES,
     COVERABLE_CATEGORIES,
@@ -45,23 +45,22 @@ __all__ = [
     "trca",
     "draco",
     "grpo",
-    "estimators",
-    "Estimator",
-    "as_signals",
-    "get_estimator",
-    "group_step_advantages",
+    "baselines",
+    "gigpo_step_advantages",
+    "rloo_advantages",
+    "rloo_step_advantages",
     *draco.__all__,
     "DEFAULT_EPS",
     "grpo_advantages",
     "grpo_step_advantages",
     "standardize",
+    "Placement",
     "StepTokens",
     "token_advantages",
     "CATEGORIES",
     "COVERABLE_CATEGORIES",
     "DEFAULT_GAMMA",
     "DEFAULT_LAMBDA",
-    "ESTIMATORS",
     "EVIDENCE",
     "EXECUTION",
     "INVALIDITY",

@@ -14,7 +14,7 @@ re-exports them next to the TRCA and GRPO functions.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

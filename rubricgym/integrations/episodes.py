@@ -1,12 +1,11 @@
 """A multi-turn episode kept as one completion (TRL style), and its per-token credit.
 
 An ``Episode`` is what the rollout leaves per prompt row: where each step's response, reasoning
-and action sit in the one completion, the step's reward records, the outcome and the group key.
-Its steps carry what ``rubricgym.records`` reads (``info``, ``env_reward``, ``context_key``), so
-the per-step values come from the public estimator dispatch
-(``rubricgym.credit.group_step_advantages``: the formulas rubricgym's trainer calls) and are
-placed by the one public rule, ``rubricgym.credit.token_advantages``: nothing here computes
-credit itself.
+and action sit in the one completion, the step's reward records, the observation it acted on,
+the outcome and the group key. Adaptation and placement only: an ``EpisodeStep`` is a
+``rubricgym.estimators.CreditStep``, so the per-step values come from the one computation every
+caller uses (``group_step_values``) and are placed by the one rule,
+``rubricgym.credit.token_advantages``.
 """
 
 from __future__ import annotations
@@ -18,23 +17,17 @@ from typing import Any
 import numpy as np
 
 from rubricgym.contract import Span, Trajectory
-from rubricgym.credit import (
-    DEFAULT_EPS,
-    RolloutSignals,
-    StepTokens,
-    get_estimator,
-    group_step_advantages,
-    token_advantages,
-)
-from rubricgym.records import MissingRecord, rollout_signals, trca_gamma
+from rubricgym.credit import DEFAULT_EPS, StepTokens, token_advantages
+from rubricgym.estimators import CreditRollout, JudgeForCredit, ResolvedEstimator, group_step_values, resolve_estimator
 
-__all__ = ["Episode", "EpisodeStep", "completion_advantages", "group_episodes"]
+__all__ = ["Episode", "EpisodeStep", "completion_advantages", "credit_rollout", "group_episodes"]
 
 
 @dataclass
 class EpisodeStep:
     """One policy decision inside the completion: token spans (completion positions), the
-    env's rewards and the rubric's records (``info["rubric"]``)."""
+    env's rewards, the rubric's records (``info["rubric"]``) and the observation it acted on
+    (``anchor``; None in episodes recorded before it was kept)."""
 
     response: Span
     action: Span | None
@@ -43,11 +36,16 @@ class EpisodeStep:
     reward: float
     context_key: str
     info: dict[str, Any] = field(default_factory=dict)
+    anchor: str | None = None
 
     @property
     def tokens(self) -> StepTokens:
         return StepTokens(response=tuple(self.response), action=_span(self.action),  # type: ignore[arg-type]
                           reasoning=_span(self.reasoning))
+
+    @property
+    def response_length(self) -> int:
+        return int(self.response[1]) - int(self.response[0])
 
 
 def _span(span: Sequence[int] | None) -> Span | None:
@@ -98,60 +96,33 @@ def group_episodes(episodes: Sequence[Episode], group_size: int) -> list[list[Ep
     return groups
 
 
-def _signals(episode: Episode, signal: str) -> RolloutSignals:
-    """What the estimator reads from one episode: its steps' TRCA records (``trca*``), else
-    only the engine's rewards."""
-    if signal == "trca":
-        try:
-            return rollout_signals(episode.steps, f"task {episode.task_id}:", outcome=episode.env_return)
-        except MissingRecord as exc:
-            raise ValueError(f"{exc}; the 'trca' estimators need the env's TRCA reward wrapper "
-                             "(rubricgym_rollout_func(env_id, reward='default') with an operator library)") from exc
-    n = len(episode.steps)
-    return RolloutSignals(r_f=[0.0] * n, r_b=[0.0] * n, env_rewards=[s.env_reward for s in episode.steps],
-                          context_keys=[s.context_key for s in episode.steps], outcome=episode.env_return)
+def credit_rollout(episode: Episode) -> CreditRollout:
+    """An episode as credit reads it (with its trajectory, which a DRACO judge reads)."""
+    trajectory = Trajectory.from_json_line(str(episode.trajectory)) if episode.trajectory is not None else None
+    return CreditRollout(episode.steps, episode.success, trajectory, f"task {episode.task_id}")
 
 
-def _judged(group: Sequence[Episode], variant: str, judge: Any, training_step: int) -> list[np.ndarray]:
-    """A DRACO estimator's per-step values for one group, from the judge's one group-to-credit
-    step (``DracoJudge.group_step_credit``, as rubricgym's trainer calls it); each episode keeps
-    its verdicts in ``judge``."""
-    if any(e.trajectory is None for e in group):
-        raise ValueError("a DRACO estimator needs each episode's trajectory (rubricgym_rollout_func records it)")
-    trajectories = [Trajectory.from_json_line(str(e.trajectory)) for e in group]
-    tokens = [[s.response[1] - s.response[0] for s in e.steps] for e in group]
-    values, records = judge.group_step_credit(trajectories, tokens, variant, training_step=training_step)
-    for episode, record in zip(group, records, strict=True):
-        episode.judge = record
-    return values
-
-
-def completion_advantages(estimator: str, episodes: Sequence[Episode], group_size: int, length: int, *,
-                          gamma: float | None = None, lam: float | None = None,
-                          eps: float = DEFAULT_EPS, judge: Any = None,
+def completion_advantages(estimator: str | ResolvedEstimator, episodes: Sequence[Episode], group_size: int,
+                          length: int, *, gamma: float | None = None, lam: float | None = None,
+                          eps: float = DEFAULT_EPS, judge: JudgeForCredit | None = None,
                           training_step: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(advantages, mask)``, each ``[len(episodes), length]``: per group, the estimator's
-    per-step values (``group_step_advantages``, with the trainer's gamma rule: the operator
-    library's unless ``gamma`` is given; for the DRACO estimators the ``judge``'s verdicts on the
-    group's trajectories) placed on every step's tokens of each completion by
-    ``token_advantages``."""
-    est = get_estimator(estimator)
-    if est.signal == "judge" and judge is None:
-        raise ValueError(f"estimator {estimator!r} needs a DRACO judge: pass judge=DracoJudge(...) "
-                         "(rubricgym.judges), or use 'grpo' or 'trca*'")
+    per-step values (``group_step_values``: the values rubricgym's trainer computes; a DRACO
+    estimator's from the ``judge``'s verdicts on the group's trajectories) placed on every
+    step's tokens of each completion by ``token_advantages``. ``estimator``: resolved, or a
+    name resolved here with ``gamma``, ``lam`` and ``eps``."""
+    resolved = estimator if isinstance(estimator, ResolvedEstimator) else resolve_estimator(
+        estimator, gamma=gamma, lam=lam, eps=eps)
     advantages = np.zeros((len(episodes), length), dtype=np.float64)
     mask = np.zeros((len(episodes), length), dtype=bool)
     row = 0
     for group in group_episodes(episodes, group_size):
-        if est.signal == "judge":
-            per_step = _judged(group, str(est.draco_variant), judge, training_step)
-        else:
-            signals = [_signals(e, est.signal) for e in group]
-            library_gamma = trca_gamma(s for e in group for s in e.steps)
-            per_step = group_step_advantages(est.name, signals, lam=lam, eps=eps,
-                                             gamma=gamma if gamma is not None else library_gamma)
-        for episode, values in zip(group, per_step, strict=True):
-            advantages[row], mask[row] = token_advantages(est, [float(v) for v in values],
+        credit = group_step_values(resolved, [credit_rollout(e) for e in group], judge=judge,
+                                   training_step=training_step)
+        for k, (episode, per_step) in enumerate(zip(group, credit.values, strict=True)):
+            if credit.verdicts is not None:
+                episode.judge = credit.verdicts[k]
+            advantages[row], mask[row] = token_advantages(resolved.placement, [float(v) for v in per_step],
                                                           [s.tokens for s in episode.steps], length)
             row += 1
     return advantages, mask

@@ -25,12 +25,12 @@ except ImportError as exc:  # the extra is missing: name the fix, not just the m
 
 import torch
 
-from rubricgym.credit import get_estimator
+from rubricgym.estimators import OutcomeRule, ResolvedEstimator, resolve_estimator
 from rubricgym.integrations.episodes import Episode, completion_advantages
 from rubricgym.integrations.trl_rollout import EPISODE_FIELD, MissingSeed, RubricRollout
 from rubricgym.integrations.trl_tools import rubricgym_environment
 from rubricgym.prompts import PromptSettings
-from rubricgym.registration import check_env_id, task_ids
+from rubricgym.registration import check_env_id, get_spec, task_ids
 
 __all__ = ["MissingSeed", "RubricGRPOTrainer", "RubricRollout", "episode_return", "rubricgym_dataset",
            "rubricgym_environment", "rubricgym_rollout_func"]
@@ -65,24 +65,31 @@ def episode_return(completions: list[Any], rubricgym_episode: list[dict[str, Any
 
 
 class RubricGRPOTrainer(GRPOTrainer):
-    """TRL's ``GRPOTrainer`` whose advantages are rubricgym's: a ``(B, T)`` tensor from the
-    estimator registry (``grpo``, ``trca``, ``trca_no_rf``, ``trca_no_rb``, and the DRACO
-    estimators given ``judge=DracoJudge(...)``; None keeps TRL's own one advantage per
-    completion), placed on tokens by
-    ``rubricgym.credit.token_advantages`` exactly as rubricgym's trainer places them. Everything
-    else (sampling, the clipped token-level loss, KL, logging) stays TRL's. It also hands the
-    prompt rows to a ``rubricgym_rollout_func``; ``reward_funcs`` defaults to ``episode_return``.
-    After each generation ``last_episodes``, ``last_advantages`` and ``last_env_mask`` hold what was
+    """TRL's ``GRPOTrainer`` whose advantages are rubricgym's: a ``(B, T)`` tensor from any
+    registered estimator (``rubricgym.estimators``; the DRACO ones given
+    ``judge=DracoJudge(...)``; None keeps TRL's own one advantage per completion), resolved once
+    here (``gamma``, ``lam``, ``outcome``, ``eps``: the settings the own trainer's ``algorithm``
+    section has), computed by the same code as rubricgym's trainer and placed on tokens by
+    ``rubricgym.credit.token_advantages`` exactly as it places them. Everything else (sampling,
+    the clipped token-level loss, KL, logging) stays TRL's. It also hands the prompt rows to a
+    ``rubricgym_rollout_func``; ``reward_funcs`` defaults to ``episode_return``. After each
+    generation ``last_episodes``, ``last_advantages`` and ``last_env_mask`` hold what was
     trained on."""
 
     def __init__(self, *args: Any, estimator: str | None = "trca", gamma: float | None = None,
-                 lam: float | None = None, eps: float = 1e-6, judge: Any = None, **kwargs: Any):
-        if estimator is not None and get_estimator(estimator).signal == "judge" and judge is None:
+                 lam: float | None = None, outcome: OutcomeRule | None = None, eps: float = 1e-6,
+                 judge: Any = None, **kwargs: Any):
+        rollout = kwargs.get("rollout_func")
+        env_id = getattr(rollout, "env_id", None)
+        self.estimator: ResolvedEstimator | None = None if estimator is None else resolve_estimator(
+            estimator, gamma=gamma, lam=lam, eps=eps, outcome=outcome,
+            benchmark_outcome=get_spec(env_id).outcome if env_id else None,
+            setting_names={"gamma": "RubricGRPOTrainer(gamma=)", "lam": "RubricGRPOTrainer(lam=)",
+                           "outcome": "RubricGRPOTrainer(outcome=)"})
+        if self.estimator is not None and self.estimator.judge_variant is not None and judge is None:
             raise ValueError(f"estimator {estimator!r} needs a DRACO judge: pass judge=DracoJudge(...) "
-                             "(rubricgym.judges, an OpenAI-compatible endpoint), or use 'grpo' or 'trca*'")
-        self.estimator = estimator
+                             "(rubricgym.judges, an OpenAI-compatible endpoint), or use another estimator")
         self.judge = judge
-        self.gamma, self.lam, self.eps = gamma, lam, eps
         kwargs.setdefault("reward_funcs", [episode_return])
         self.rubricgym_rows: list[dict[str, Any]] | None = None
         self.last_episodes: list[Episode] = []
@@ -108,8 +115,7 @@ class RubricGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         group = self.num_generations if mode == "train" else (self.num_generations_eval or self.num_generations)
         length = out["completion_ids"].size(1)
-        values, _ = completion_advantages(self.estimator, self.last_episodes, group, length,
-                                          gamma=self.gamma, lam=self.lam, eps=self.eps, judge=self.judge,
+        values, _ = completion_advantages(self.estimator, self.last_episodes, group, length, judge=self.judge,
                                           training_step=int(self.state.global_step))
         advantages = torch.as_tensor(values, dtype=torch.float32, device=out["completion_ids"].device)
         out["advantages"] = advantages

@@ -166,7 +166,7 @@ class RubricRollout:
             response=(at, at + len(response_ids)), action=_shift(action, at), reasoning=_shift(reasoning, at),
             env_reward=float(transition.env_reward) if transition is not None else float(reward),
             reward=float(reward), context_key=transition.context_key if transition is not None else "",
-            info={"rubric": info["rubric"]} if "rubric" in info else {},
+            info={"rubric": info["rubric"]} if "rubric" in info else {}, anchor=x.view.observation,
         ))
         x.completion += response_ids
         x.env_mask += [1] * len(response_ids)

@@ -18,6 +18,8 @@ from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field
 
 from rubricgym.atomic_files import atomic_write_text
+from rubricgym.estimators import OutcomeRule
+from rubricgym.registration import get_spec
 from rubricgym.report.plots import advantage_color, curve_svg, slug, text_color
 from rubricgym.report.sources import (EPISODES_FILE, SUMMARY_FILE, RunFiles, is_eval_dir, is_run_dir, metric_series,
                                       read_json_file, read_run, read_trajectories)
@@ -82,12 +84,25 @@ def _credit_settings(config: dict[str, Any]) -> CreditSettings:
     alg = config.get("algorithm") if isinstance(config.get("algorithm"), dict) else {}
     out = CreditSettings()
     if alg:
-        gamma, eps = alg.get("gamma"), alg.get("eps")
+        gamma, eps, outcome = alg.get("gamma"), alg.get("eps"), alg.get("outcome")
         out = CreditSettings(estimator=str(alg.get("advantage", out.estimator)),
                              gamma=float(gamma) if isinstance(gamma, (int, float)) else None,
                              lam=alg.get("trca_lambda") if isinstance(alg.get("trca_lambda"), (int, float)) else None,
+                             outcome=outcome if outcome in ("return", "success") else _benchmark_outcome(config),
                              eps=float(eps) if isinstance(eps, (int, float)) else out.eps)
     return out
+
+
+def _benchmark_outcome(config: dict[str, Any]) -> OutcomeRule | None:
+    """The outcome rule of the run's benchmark (the trainer's default when the run set none)."""
+    env = config.get("env") if isinstance(config.get("env"), dict) else {}
+    env_id = env.get("id")
+    if not isinstance(env_id, str) or env.get("factory"):
+        return None
+    try:
+        return get_spec(env_id).outcome
+    except LookupError:
+        return None
 
 
 def _sections(trajectories: list, settings: CreditSettings, by_iteration: bool,

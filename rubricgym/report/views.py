@@ -20,8 +20,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from rubricgym.contract import Trajectory
-from rubricgym.credit.estimators import get_estimator, group_step_advantages
-from rubricgym.credit.trca import DEFAULT_GAMMA, RolloutSignals, episode_advantages
+from rubricgym.credit.trca import episode_advantages
+from rubricgym.estimators import (MissingCreditInput, OutcomeRule, group_step_values, outcome_rewards,
+                                  resolve_estimator, trajectory_rollout)
 from rubricgym.records import JudgeRecord, TRCARecord, read_component, step_records
 from rubricgym.report.categories import operator_categories
 
@@ -49,6 +50,7 @@ class CreditSettings(BaseModel):
     estimator: str = "trca"
     gamma: float | None = Field(None, description="None: the operator library's (its records carry it)")
     lam: float | None = None
+    outcome: OutcomeRule | None = None
     eps: float = 1e-6
 
 
@@ -255,53 +257,30 @@ def rollout_view(trajectory: Trajectory, label: str) -> RolloutView:
 
 
 # -- credit ----------------------------------------------------------------------------------
-def _signals(rollout: RolloutView, trajectory: Trajectory) -> RolloutSignals | None:
-    if any(s.r_f is None or s.r_b is None or s.r_trca is None for s in rollout.steps):
-        return None
-    return RolloutSignals(r_f=[s.r_f for s in rollout.steps], r_b=[s.r_b for s in rollout.steps],
-                          env_rewards=[s.env_reward for s in rollout.steps],
-                          context_keys=[t.context_key for t in trajectory.transitions],
-                          r_trca=[s.r_trca for s in rollout.steps])
-
-
-def _gamma(trajectories: Sequence[Trajectory], configured: float | None) -> float:
-    """The trainer's rule: the configured gamma, else the library's (from the records)."""
-    if configured is not None:
-        return float(configured)
-    for traj in trajectories:
-        for transition in traj.transitions:
-            record = step_records(transition.info, strict=False).trca()
-            if record is not None and record.gamma is not None:
-                return record.gamma
-    return DEFAULT_GAMMA
-
-
 def add_credit(rollouts: list[RolloutView], trajectories: Sequence[Trajectory], settings: CreditSettings) -> str:
-    """Fill A_E and A_S of every step with the credit formulas; returns a note on how."""
+    """Recompute every step's advantage through the trainer's own path (``group_step_values``),
+    split into A_E and A_S where the estimator is A_E + A_S; returns a note on how."""
     try:
-        estimator = get_estimator(settings.estimator)
-    except ValueError:
-        return f"A_E / A_S: unknown estimator '{settings.estimator}'"
-    outcomes = [float(sum(s.env_reward for s in r.steps)) for r in rollouts]
-    a_e = episode_advantages(outcomes, settings.eps) if rollouts else np.zeros(0)
-    if estimator.signal == "outcome":
-        for r, a in zip(rollouts, a_e, strict=True):
-            for s in r.steps:
-                s.a_e, s.a_s = float(a), 0.0
-        return f"A_E: group-standardized outcome ({estimator.name}); A_S = 0"
-    if estimator.signal != "trca":
-        return f"A_E / A_S: not part of the '{estimator.name}' estimator"
-    signals = [_signals(r, t) for r, t in zip(rollouts, trajectories, strict=True)]
-    if any(s is None for s in signals):
-        return "A_E / A_S: some steps carry no TRCA record"
-    gamma = _gamma(trajectories, settings.gamma)
-    total = group_step_advantages(estimator.name, signals, lam=settings.lam, gamma=gamma, eps=settings.eps)
-    for r, a, adv in zip(rollouts, a_e, total, strict=True):
-        for s, value in zip(r.steps, adv, strict=True):
-            s.a_e, s.a_s = float(a), float(value - a)
-    lam = f"λ={estimator.lam}" if estimator.lam is not None else (
-        "the paid r_TRCA" if settings.lam is None else f"λ={settings.lam}")
-    return f"A_E, A_S recomputed: estimator {estimator.name}, γ={gamma:g}, {lam}"
+        estimator = resolve_estimator(settings.estimator, gamma=settings.gamma, lam=settings.lam, eps=settings.eps,
+                                      outcome=settings.outcome)
+    except ValueError as exc:
+        return f"A_E / A_S: {exc}"
+    if estimator.judge_variant is not None:
+        return f"A_E / A_S: not recomputed for '{estimator.name}' (it needs the judge's verdicts)"
+    group = [trajectory_rollout(t) for t in trajectories]
+    try:
+        credit = group_step_values(estimator, group)
+        _, outcomes = outcome_rewards(estimator, group)
+    except MissingCreditInput as exc:
+        return f"A_E / A_S: {exc}"
+    a_e = episode_advantages(outcomes, estimator.eps) if estimator.episode_term else np.zeros(len(group))
+    for r, episode, total in zip(rollouts, a_e, credit.values, strict=True):
+        for s, value in zip(r.steps, total, strict=True):
+            s.a_e, s.a_s = float(episode), float(value - episode)
+    used = credit.estimator
+    lam = "the paid r_TRCA" if used.lam is None else f"λ={used.lam:g}"
+    split = "A_E, A_S" if used.episode_term else "A (shown as A_S: no episode term)"
+    return f"{split} recomputed: estimator {used.name}, γ={used.gamma:g} ({used.sources['gamma']}), {lam}"
 
 
 def group_view(key: str, title: str, trajectories: Sequence[Trajectory], settings: CreditSettings) -> GroupView:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rubricgym.contract import Transition
 from rubricgym.credit.trca import trca_rewards
+from rubricgym.estimators import Chosen, choose
 from rubricgym.rewards import ComponentScore, RewardContext, RubricReward
 from rubricgym.trca.library import Budgets
 from rubricgym.trca.operators import CompiledLibrary, EpisodeJudge, as_mapping
@@ -76,7 +77,9 @@ class TRCAComponent:
             r_inval=c.r_inval if c.r_inval is not None else base.budgets.r_inval,
             r_exec=c.r_exec if c.r_exec is not None else base.budgets.r_exec,
         )
-        self.lam = c.lam if c.lam is not None else base.lam
+        # one precedence rule for lambda everywhere: the spec's over the library's, a difference reported
+        self.lam = float(choose("lambda", [(c.lam, "TRCAConfig.lam"), (base.lam, f"library {base.name!r} lambda")],
+                                Chosen(base.lam, "the library's lambda")).value)  # type: ignore[arg-type]
         self._cov_ids = [i for i, ok in zip(library.ids, library.coverable, strict=True) if ok]
         self._judge: EpisodeJudge | None = None
         self._coverage = np.zeros(library.num_operators)

@@ -2,7 +2,11 @@
 
 * Imports go one way: no cycle among rubricgym's modules (module-level and function-local
   imports both count), and every core module imports only its own or lower layers:
-  contract <- rewards/trca/judges <- env <- registration/benchmark <- tools (CLI, report).
+  credit <- contract <- records <- estimators <- rewards/trca/judges <- env <-
+  registration/benchmark <- tools (CLI, report). ``credit`` is pure functions of arrays: it
+  imports no other rubricgym layer, so neither records nor the contract.
+* Only the resolution module (``rubricgym.estimators.resolve``) interprets what kind of
+  estimator a name is: nowhere else reads an ``Estimator``'s kind fields.
 * A function-local import is kept only for an optional extra or lazy CLI loading, and says
   so in a comment; the core imports its own modules inside functions only in CLI modules.
 * The core (``rubricgym/``) names no benchmark.
@@ -29,9 +33,11 @@ FOLDERS = {"rubricgym": "rubricgym", "adapters": "rubricgym.adapters", "trainers
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("utilities", ("rubricgym.jsonl", "rubricgym.json_worker", "rubricgym.yaml_files", "rubricgym.atomic_files", "rubricgym.servers", "rubricgym.secret_refs",
                    "rubricgym.bounded_http", "rubricgym.process_state", "rubricgym.spaces", "rubricgym.models")),
+    ("credit", ("rubricgym.credit",)),
     ("contract", ("rubricgym.contract", "rubricgym.parsing")),
-    ("adapter, credit, records", ("rubricgym.adapter", "rubricgym.credit", "rubricgym.records", "rubricgym.prompts",
-                                  "rubricgym.tokens", "rubricgym.vector")),
+    ("adapter, records", ("rubricgym.adapter", "rubricgym.records", "rubricgym.prompts", "rubricgym.tokens",
+                          "rubricgym.vector")),
+    ("estimators", ("rubricgym.estimators",)),
     ("rewards", ("rubricgym.rewards", "rubricgym.trca.library", "rubricgym.trca.cost", "rubricgym.trca.operators",
                  "rubricgym.trca.validate", "rubricgym.trca.wrapper", "rubricgym.trca.coverage", "rubricgym.trca.step_groups",
                  "rubricgym.judges.cache", "rubricgym.judges.client", "rubricgym.judges.config",
@@ -177,6 +183,54 @@ def _show(path: Path) -> str:
 
 def _where(imp: Import) -> str:
     return f"{_show(imp.path)}:{imp.line}"
+
+
+def test_credit_is_pure_functions_of_arrays() -> None:
+    """``rubricgym.credit`` imports only itself and numpy: no records, contract, files or models."""
+    found = [f"{_where(imp)}: {imp.source} imports {imp.target}" for imp in ALL_IMPORTS
+             if imp.source.startswith("rubricgym.credit") and imp.target != imp.source
+             and not imp.target.startswith("rubricgym.credit") and imp.target not in PURE_CREDIT_IMPORTS]
+    assert not found, "credit/ must stay pure (arrays in, arrays out):\n" + "\n".join(found)
+
+
+PURE_CREDIT_IMPORTS = {"__future__", "numpy", "collections", "dataclasses", "enum", "typing", "math"}
+ESTIMATOR_KIND_FIELDS = {"needs", "lam", "judge_variant", "compute", "objective", "episode_term"}
+RESOLUTION = "rubricgym.estimators.resolve"
+
+
+def _kind_reads(path: Path) -> Iterator[tuple[int, str]]:
+    """Attribute reads of an Estimator's kind fields on a name bound by ``get_estimator`` or on
+    a ``.spec`` (``ResolvedEstimator.spec``), the ways code reaches a registry entry."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    entries: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Name) and func.id == "get_estimator" or (
+                    isinstance(func, ast.Attribute) and func.attr == "get_estimator"):
+                entries.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ESTIMATOR_KIND_FIELDS:
+            base = node.value
+            if (isinstance(base, ast.Name) and base.id in entries) or (isinstance(base, ast.Attribute)
+                                                                       and base.attr == "spec"):
+                yield node.lineno, ast.unparse(node)
+            elif isinstance(base, ast.Call) and ast.unparse(base.func).endswith("get_estimator"):
+                yield node.lineno, ast.unparse(node)
+
+
+def test_only_the_resolution_module_reads_an_estimators_kind() -> None:
+    found = [f"{_show(path)}:{line}: {text}" for module, path in MODULES.items()
+             if module != RESOLUTION for line, text in _kind_reads(path)]
+    assert not found, ("an estimator's kind is interpreted outside rubricgym.estimators.resolve (read the "
+                       "ResolvedEstimator's properties instead):\n" + "\n".join(found))
+
+
+def test_the_kind_reader_sees_a_read(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("est = get_estimator('trca')\nif est.needs: pass\nx = resolved.spec.lam\n"
+                    "y = get_estimator('a').judge_variant\nz = other.needs\n")
+    assert [line for line, _ in _kind_reads(path)] == [2, 3, 4]
 
 
 def test_no_import_cycles() -> None:

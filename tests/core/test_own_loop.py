@@ -13,6 +13,7 @@ import torch
 from requirements_guard import need
 
 from rubricgym.models import build_tiny_model
+from rubricgym.estimators import resolve_estimator
 from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.rollout import Rollout, StepSample
 
@@ -50,7 +51,7 @@ def test_the_own_loop_places_the_trainers_token_advantages(env_id):
     assert len({t.initial_observation for t in group.trajectories}) == 1  # one initial state
     credit = example.token_credit(group, "trca")
     rollouts = as_trainer_rollouts(group)
-    assign_advantages([rollouts], "trca")
+    assign_advantages([rollouts], resolve_estimator("trca"))
     nonzero = 0
     for rollout, rollout_credit in zip(rollouts, credit, strict=True):
         for sample, (advantages, mask) in zip(rollout.steps, rollout_credit, strict=True):

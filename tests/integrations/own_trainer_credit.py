@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from rubricgym.integrations.episodes import Episode
+from rubricgym.estimators import resolve_estimator
 from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.rollout import Rollout, StepSample
 
@@ -39,7 +40,7 @@ def own_trainer_advantages(episodes: Sequence[Episode], estimator: str, group_si
                     reward=s.reward, env_reward=s.env_reward, context_key=s.context_key, info=s.info))
             group.append(rollout)
         groups.append(group)
-    assign_advantages(groups, estimator)
+    assign_advantages(groups, resolve_estimator(estimator))
     out = np.zeros((len(episodes), length))
     for row, rollout in enumerate(r for group in groups for r in group):
         for step, s in zip(rollout.steps, episodes[row].steps, strict=True):

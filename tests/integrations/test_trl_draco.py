@@ -36,7 +36,7 @@ def count_answer(body: dict) -> str:
 
 def test_a_trl_step_trains_on_the_judge_s_per_step_credit(tmp_path, monkeypatch):
     need_trl_stack()
-    from rubricgym.credit import get_estimator, token_advantages
+    from rubricgym.credit import token_advantages
     from rubricgym.credit.draco import DracoVariant, draco_step_advantages
     from rubricgym.judges import JudgeSettings
     from rubricgym.judges.client import OpenAIChatBackend
@@ -56,14 +56,13 @@ def test_a_trl_step_trains_on_the_judge_s_per_step_credit(tmp_path, monkeypatch)
     assert server.requests, "the judge was never called"
     advantages, episodes = trainer.last_advantages.numpy(), trainer.last_episodes
     assert advantages.ndim == 2 and advantages.shape[0] == len(episodes) == 4
-    est = get_estimator("draco")
     for row, episode in enumerate(episodes):
         record = episode.judge
         assert record is not None and record["variant"] == DracoVariant.DYNAMIC_CREDIT.value
         n_j = [s.response[1] - s.response[0] for s in episode.steps]
         a_j = draco_step_advantages(DracoVariant.DYNAMIC_CREDIT, record["advantage"], n_j,
                                     record["step_passes"], record["step_fails"])
-        expected, _ = token_advantages(est, [float(v) for v in a_j], [s.tokens for s in episode.steps],
+        expected, _ = token_advantages("response", [float(v) for v in a_j], [s.tokens for s in episode.steps],
                                        advantages.shape[1])
         np.testing.assert_allclose(advantages[row], expected, atol=1e-6)
     assert np.abs(advantages).max() > 0, "every rollout judged alike: the test would show nothing"

@@ -17,10 +17,9 @@ HTML = '<img src="http://127.0.0.1:9/x.png" onerror="window.pwned = 2"><b>bold?<
 def store_advantages(group: list[Trajectory], estimator: str = "trca") -> list[Trajectory]:
     """What the trainer stores per rollout: ``meta.step_advantages`` (one value per step,
     the TRCA group advantages here) and ``meta.token_advantages`` for the action text."""
-    from rubricgym.credit.estimators import group_step_advantages
-    from rubricgym.records import rollout_signals
+    from rubricgym.estimators import group_step_advantages
 
-    advantages = group_step_advantages(estimator, [rollout_signals(traj.transitions) for traj in group])
+    advantages = group_step_advantages(estimator, group)
     out = []
     for member, (traj, adv) in enumerate(zip(group, advantages, strict=True)):
         tokens = [[[word + " ", float(a)] for word in (t.action.action or "").split()] for t, a in

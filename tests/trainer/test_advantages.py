@@ -1,16 +1,31 @@
-"""Per-token advantages and masks by estimator name, computed by the credit modules."""
+"""Per-token advantages and masks for the trainer's step samples, by resolved estimator."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from credit_helpers import ScriptedJudge
+
 from rubricgym.contract import Facts, ParsedAction, Trajectory, Transition
 from rubricgym.credit.grpo import grpo_advantages
-from rubricgym.credit.estimators import group_step_advantages
-from rubricgym.credit.trca import RolloutSignals
-from rubricgym.trainers.advantages import ESTIMATOR_NAMES, MissingRewardSignal, assign_advantages
+from rubricgym.credit.trca import RolloutSignals, trca_group_step_advantages
+from rubricgym.estimators import MissingCreditInput, SettingConflict, estimator_names, resolve_estimator
+from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.rollout import Rollout, StepSample
+
+
+def assign(groups, name, **settings):
+    assign_advantages(groups, resolve_estimator(name, **{k: v for k, v in settings.items() if k != "judge"}),
+                      **({"judge": settings["judge"]} if "judge" in settings else {}))
+
+
+def _signals(rollout):
+    return RolloutSignals(r_f=[s.info["rubric"]["trca"]["r_F"] for s in rollout.steps],
+                          r_b=[s.info["rubric"]["trca"]["r_B"] for s in rollout.steps],
+                          env_rewards=[s.env_reward for s in rollout.steps],
+                          context_keys=[s.context_key for s in rollout.steps],
+                          r_trca=[s.info["rubric"]["trca"]["r_TRCA"] for s in rollout.steps])
 
 
 def _step(reward_f, reward_b, env, key, n=10, reasoning=(1, 4), action=(6, 9)):
@@ -30,13 +45,8 @@ def _group():
 
 def test_trca_puts_its_credit_on_action_tokens_only():
     group = _group()
-    assign_advantages([group], "trca", gamma=0.95)
-    expected = group_step_advantages(
-        "trca",
-        [RolloutSignals(r_f=[s.info["rubric"]["trca"]["r_F"] for s in r.steps], r_b=[s.info["rubric"]["trca"]["r_B"] for s in r.steps],
-                        env_rewards=[s.env_reward for s in r.steps], context_keys=[s.context_key for s in r.steps],
-                        r_trca=[s.info["rubric"]["trca"]["r_TRCA"] for s in r.steps]) for r in group],
-        gamma=0.95)
+    assign([group], "trca", gamma=0.95)
+    expected = trca_group_step_advantages([_signals(r) for r in group], gamma=0.95)
     for rollout, values in zip(group, expected):
         for step, value in zip(rollout.steps, values):
             adv, mask = np.array(step.token_advantages), np.array(step.loss_mask)
@@ -55,13 +65,13 @@ def test_trca_puts_its_credit_on_action_tokens_only():
 def test_trca_without_the_wrapper_is_a_clear_error():
     group = _group()
     group[0].steps[0].info = {}
-    with pytest.raises(MissingRewardSignal, match="TRCA reward wrapper"):
-        assign_advantages([group], "trca")
+    with pytest.raises(MissingCreditInput, match="TRCA reward wrapper"):
+        assign([group], "trca")
 
 
 def test_grpo_is_uniform_over_the_whole_response():
     group = _group()
-    assign_advantages([group], "grpo")
+    assign([group], "grpo")
     a = grpo_advantages([r.env_return for r in group])
     for rollout, value in zip(group, a):
         for step in rollout.steps:
@@ -74,63 +84,33 @@ def test_the_baselines_put_their_values_on_every_response_token():
     from rubricgym.credit.baselines import gigpo_step_advantages, rloo_advantages
 
     group = _group()
-    assign_advantages([group], "rloo")
+    assign([group], "rloo")
     for rollout, value in zip(group, rloo_advantages([r.env_return for r in group])):
         for step in rollout.steps:
             assert all(step.loss_mask) and step.token_advantages == pytest.approx([value] * len(step.response_ids))
     assert group[0].steps[0].token_advantages[0] == pytest.approx(1.0)  # 1 - mean(0, 0)
 
-    observations = [["a", "won"], ["b", "lost"], ["c"]]  # step 0 of every rollout acted on "start"
-    for rollout, seen in zip(group, observations):
-        rollout.trajectory = Trajectory(benchmark="base", task_id="t", initial_observation="start", transitions=[
-            Transition(step=k, response="", action=ParsedAction(ok=True, action="x"), observation=o, facts=Facts(),
-                       env_reward=s.env_reward) for k, (o, s) in enumerate(zip(seen, rollout.steps))])
-    assign_advantages([group], "gigpo", gamma=0.9)
+    anchors = [["start", "a"], ["start", "b"], ["start"]]  # step 0 of every rollout acted on "start"
+    for rollout, seen in zip(group, anchors):
+        for step, anchor in zip(rollout.steps, seen):
+            step.anchor = anchor
+    assign([group], "gigpo", gamma=0.9)
     want = gigpo_step_advantages([[s.env_reward for s in r.steps] for r in group],
                                  [["start", "a"], ["start", "b"], ["start"]], gamma=0.9)
     for rollout, values in zip(group, want):
         for step, value in zip(rollout.steps, values):
             assert step.token_advantages == pytest.approx([value] * len(step.response_ids))
     assert want[0][0] != want[0][1]  # the shared first step carries its own step advantage
-    for rollout in group:
-        rollout.trajectory = None
-    with pytest.raises(ValueError, match="needs each step's observation"):
-        assign_advantages([group], "gigpo")
+    group[2].steps[0].anchor = None
+    with pytest.raises(MissingCreditInput, match="needs each step's observation"):
+        assign([group], "gigpo")
 
 
 def test_every_documented_estimator_is_selectable():
     assert {"grpo", "rloo", "gigpo", "gigpo_mean", "gigpo_context", "trca", "trca_no_rf", "trca_no_rb", "draco",
-            "draco_static", "draco_static_credit", "draco_dynamic"} == set(ESTIMATOR_NAMES)
+            "draco_static", "draco_static_credit", "draco_dynamic"} <= set(estimator_names())
     with pytest.raises(ValueError, match="unknown advantage"):
-        assign_advantages([_group()], "ppo")
-
-
-class ScriptedJudge:
-    """Fixed verdicts with cited steps, turned into a group result by the judge package's own
-    bookkeeping (``finish_group``: dropout, R_i, A_i, p/f); no language model involved."""
-
-    def __init__(self, verdicts):
-        self.verdicts = verdicts  # per rollout: list of (verdict, cited steps)
-
-    def score_group(self, instruction, trajectories, variant, training_step=None):
-        from rubricgym.credit.draco import DracoVariant
-        from rubricgym.judges.pipeline import CriterionVerdict, RolloutScore, finish_group
-        from rubricgym.judges.rubric import Criterion
-        from rubricgym.judges.schemas import Verdict
-
-        criteria = [Criterion(id=f"c{k + 1}", text=f"criterion number {k + 1}") for k in range(len(self.verdicts[0]))]
-        rollouts = [
-            RolloutScore(index=i, num_steps=t.num_steps, verdicts=[
-                CriterionVerdict(criterion_id=c.id, verdict=Verdict(v), steps=steps)
-                for c, (v, steps) in zip(criteria, self.verdicts[i])])
-            for i, t in enumerate(trajectories)
-        ]
-        return finish_group(DracoVariant.parse(variant), instruction, criteria, rollouts, None)
-
-    def group_step_credit(self, *args, **kwargs):  # the judge package's own group-to-credit step
-        from rubricgym.judges.pipeline import DracoJudge
-
-        return DracoJudge.group_step_credit(self, *args, **kwargs)
+        assign([_group()], "ppo")
 
 
 def _draco_group():
@@ -149,7 +129,7 @@ def test_draco_step_credit_fills_each_steps_tokens_and_nothing_else(estimator):
     group = _draco_group()
     verdicts = [[("pass", [1]), ("fail", [0])], [("fail", [0, 1]), ("fail", [1])]]
 
-    assign_advantages([group], estimator, judge=ScriptedJudge(verdicts), iteration=1)
+    assign_advantages([group], resolve_estimator(estimator), judge=ScriptedJudge(verdicts), iteration=1)
     # the same numbers straight from the credit function
     result = ScriptedJudge(verdicts).score_group("do it", [r.trajectory for r in group], {
         "draco": "dynamic/credit", "draco_static_credit": "static/credit",
@@ -177,7 +157,7 @@ def test_draco_gap_tokens_get_zero_in_the_training_batch():
     from rubricgym.trainers.update import collate
 
     group = _group()
-    assign_advantages([group], "grpo")
+    assign([group], "grpo")
     batch = collate([s for r in group for s in r.steps], pad_id=0)
     resp_len = batch.response_len
     assert batch.advantages.shape[1] == resp_len  # advantages exist only over response columns
@@ -186,44 +166,26 @@ def test_draco_gap_tokens_get_zero_in_the_training_batch():
 
 
 def test_draco_without_a_judge_is_a_clear_error():
-    with pytest.raises(MissingRewardSignal, match="DRACO judge"):
-        assign_advantages([_draco_group()], "draco")
+    with pytest.raises(MissingCreditInput, match="DRACO judge"):
+        assign([_draco_group()], "draco")
 
 
-def test_one_estimator_registry_serves_config_trainer_and_docs():
-    """Every name the config accepts is in the registry, and docs/trainer.md lists each with
-    its signal and token placement."""
-    from pathlib import Path
-
-    from rubricgym.credit.estimators import ESTIMATORS
-    from rubricgym.trainers.config import AlgorithmSettings
-
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "trainer.md").read_text()
-    for name, est in ESTIMATORS.items():
-        assert AlgorithmSettings(advantage=name).advantage == name
-        assert f"| `{name}` | {est.signal} | {est.placement} |" in docs, name
-    with pytest.raises(ValueError, match="choose one of"):
-        AlgorithmSettings(advantage="ppo")
-
-
-def test_gamma_has_one_source_the_library_unless_the_config_overrides_it(caplog):
+def test_gamma_has_one_source_the_library_unless_the_config_overrides_it():
     """The TRCA record carries the library's gamma; the trainer uses it by default, and a
-    configured gamma overrides it with a warning naming both."""
-    from rubricgym.credit.trca import trca_group_step_advantages
-    from rubricgym.records import rollout_signals
-
+    configured gamma overrides it with a SettingConflict naming both."""
     group = _group()
     for rollout in group:
         for step in rollout.steps:
             step.info["rubric"]["trca"]["gamma"] = 0.5
-    assign_advantages([group], "trca")
-    want = trca_group_step_advantages([rollout_signals(r.steps) for r in group], gamma=0.5)
+    assign([group], "trca")
+    want = trca_group_step_advantages([_signals(r) for r in group], gamma=0.5)
     got = [[s.token_advantages[s.action_tokens[0]] for s in r.steps if s.action_tokens] for r in group]
     assert got[0] == pytest.approx(list(want[0]))
-    with caplog.at_level("WARNING"):
-        assign_advantages([group], "trca", gamma=0.95)
-    assert "algorithm.gamma=0.95 overrides the operator library's gamma=0.5" in caplog.text
-    caplog.clear()
-    with caplog.at_level("WARNING"):
-        assign_advantages([group], "trca", gamma=0.5)
-    assert "overrides" not in caplog.text
+    with pytest.warns(SettingConflict, match=r"gamma: algorithm.gamma=0.95 is used; the operator library's gamma "
+                      r"\(recorded\)=0.5 is ignored"):
+        assign([group], "trca", gamma=0.95, setting_names={"gamma": "algorithm.gamma"})
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SettingConflict)
+        assign([group], "trca", gamma=0.5)

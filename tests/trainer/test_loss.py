@@ -7,13 +7,16 @@ import math
 
 import pytest
 import torch
-from peft import LoraConfig, get_peft_model
 
+from rubricgym.estimators import resolve_estimator
 from rubricgym.models import build_tiny_model
-from rubricgym.trainers.config import AlgorithmSettings
+from rubricgym.trainers.config import AlgorithmSettings, TrainConfig
 from rubricgym.trainers.loss import entropy_from_logits, policy_loss
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.update import collate, ppo_update, response_logprobs
+from trainer.tiny_lora import lora_tiny
+
+GRPO = resolve_estimator("grpo").objective
 
 KW = dict(clip_low=0.2, clip_high=0.28, kl_coef=0.012, entropy_coef=0.001)
 
@@ -70,14 +73,6 @@ def test_entropy_from_logits_matches_definition():
     assert entropy_from_logits(logits).item() == pytest.approx(-(p * p.log()).sum().item(), abs=1e-6)
 
 
-def _lora_tiny(seed=0):
-    model, tok = build_tiny_model(seed)
-    torch.manual_seed(seed)  # LoRA's A matrices are drawn from the global generator
-    peft = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
-                                            task_type="CAUSAL_LM"))
-    return peft, tok
-
-
 def _samples(tok, n=6, seed=0):
     g = torch.Generator().manual_seed(seed)
     out = []
@@ -92,21 +87,21 @@ def _samples(tok, n=6, seed=0):
 
 
 def test_kl_is_zero_at_the_first_update():
-    model, tok = _lora_tiny()
+    model, tok = lora_tiny()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
     settings = AlgorithmSettings(micro_batch_size=4)
-    stats = ppo_update(model, opt, None, _samples(tok), settings, pad_id=tok.pad_token_id)
+    stats = ppo_update(model, opt, None, _samples(tok), settings, GRPO, pad_id=tok.pad_token_id)
     assert stats["kl"] == 0.0  # a fresh LoRA adapter is the identity: policy == base
     assert stats["ratio"] == pytest.approx(1.0)
-    stats2 = ppo_update(model, opt, None, _samples(tok), settings, pad_id=tok.pad_token_id)
+    stats2 = ppo_update(model, opt, None, _samples(tok), settings, GRPO, pad_id=tok.pad_token_id)
     assert stats2["kl"] > 0.0  # after one step the policy has moved away from the base
 
 
 def test_clipping_engages_when_several_steps_move_the_ratio():
-    model, tok = _lora_tiny()
+    model, tok = lora_tiny()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=0.2)
     settings = AlgorithmSettings(micro_batch_size=8, epochs=4, minibatches=2, kl_coef=0.0)
-    stats = ppo_update(model, opt, None, _samples(tok, n=8), settings, pad_id=tok.pad_token_id,
+    stats = ppo_update(model, opt, None, _samples(tok, n=8), settings, GRPO, pad_id=tok.pad_token_id,
                        generator=torch.Generator().manual_seed(0))
     assert stats["optimizer_steps"] == 8
     assert stats["clip_frac"] > 0.0
@@ -115,10 +110,10 @@ def test_clipping_engages_when_several_steps_move_the_ratio():
 def test_gradient_accumulation_matches_one_big_batch():
     results = []
     for size in (1, 3, 16):
-        model, tok = _lora_tiny(seed=5)
+        model, tok = lora_tiny(seed=5)
         opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1.0)
         ppo_update(model, opt, None, _samples(tok, n=7, seed=2), AlgorithmSettings(micro_batch_size=size,
-                   max_grad_norm=1e9), pad_id=tok.pad_token_id)
+                   max_grad_norm=1e9), GRPO, pad_id=tok.pad_token_id)
         results.append(torch.cat([p.detach().flatten() for p in model.parameters() if p.requires_grad]))
     assert torch.allclose(results[0], results[1], atol=1e-6)
     assert torch.allclose(results[0], results[2], atol=1e-6)
@@ -137,7 +132,7 @@ def test_training_logprobs_match_what_generation_sampled():
         out = model.generate(input_ids=ids, attention_mask=att, do_sample=True, max_new_tokens=6, min_new_tokens=6,
                              output_logits=True, return_dict_in_generate=True, pad_token_id=tok.pad_token_id)
     gen = out.sequences[:, width:]
-    gen_logp = torch.stack([torch.log_softmax(l.float(), -1) for l in out.logits], 1).gather(-1, gen.unsqueeze(-1)).squeeze(-1)
+    gen_logp = torch.stack([torch.log_softmax(logits.float(), -1) for logits in out.logits], 1).gather(-1, gen.unsqueeze(-1)).squeeze(-1)
     samples = [StepSample(prompt_ids=p, response_ids=gen[i].tolist(), response_text="", reasoning_tokens=None,
                           action_tokens=None, reward=0.0, env_reward=0.0) for i, p in enumerate(prompts)]
     with torch.no_grad():
@@ -216,13 +211,12 @@ def test_objective_options_match_hand_computed_loss_and_gradient(ratio_level, ag
 
 
 def test_trca_estimators_default_to_the_papers_objective():
-    from rubricgym.trainers.update import resolved_objective
-
-    trca = resolved_objective(AlgorithmSettings(advantage="trca"))
+    trca = resolve_estimator("trca")
     assert (trca.ratio_level, trca.loss_aggregation) == ("action", "rollout_mean_step_mean")
-    grpo = resolved_objective(AlgorithmSettings(advantage="grpo"))
+    grpo = resolve_estimator("grpo")
     assert (grpo.ratio_level, grpo.loss_aggregation) == ("token", "token_mean")
-    chosen = resolved_objective(AlgorithmSettings(advantage="trca", ratio_level="token", loss_aggregation="step_mean"))
+    chosen = TrainConfig(algorithm=AlgorithmSettings(advantage="trca", ratio_level="token",
+                                                     loss_aggregation="step_mean")).estimator
     assert (chosen.ratio_level, chosen.loss_aggregation) == ("token", "step_mean")
     with pytest.raises(ValueError):
         AlgorithmSettings(loss_aggregation="sequence_mean")

@@ -9,6 +9,7 @@ from trainer.word_env import make_fragile_trca_word_env
 
 from rubricgym.models import build_tiny_model
 from rubricgym.prompts import PromptSettings
+from rubricgym.estimators import resolve_estimator
 from rubricgym.trainers.advantages import assign_advantages
 from rubricgym.trainers.rollout import RolloutCollector, RolloutTimings
 
@@ -51,7 +52,7 @@ def test_a_rollout_ended_by_a_policy_failure_never_scores_above_its_normal_endin
     assert broken[0].trajectory.transitions[-1].terminated and normal[0].trajectory.transitions[-1].truncated
     assert not normal[0].trajectory.transitions[-1].facts.broke_engine
     for group in (broken, normal):
-        assign_advantages([group], estimator)
+        assign_advantages([group], resolve_estimator(estimator))
     for b, n in zip(broken[0].steps, normal[0].steps, strict=True):
         assert max(b.token_advantages) <= max(n.token_advantages) + 1e-9
         assert min(b.token_advantages) <= min(n.token_advantages) + 1e-9

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from credit_helpers import array_rollout
+
 from rubricgym.contract import Trajectory
 from rubricgym.credit.baselines import gigpo_step_advantages, rloo_advantages, rloo_step_advantages
-from rubricgym.credit.estimators import get_estimator, group_step_advantages
+from rubricgym.estimators import MissingCreditInput, get_estimator, group_step_advantages
 from rubricgym.credit.grpo import center, standardize
 from rubricgym.credit.trca import discounted_returns
 
@@ -104,8 +106,7 @@ def test_gigpo_reads_anchor_observations_from_trajectories_and_refuses_signals_w
     got = group_step_advantages("gigpo_context", [won, lost], gamma=0.5)
     assert np.allclose(got[0], [2.0, 2.0], atol=1e-5)
     assert [a.tolist() for a in group_step_advantages("rloo", [won, lost])] == [[1.0, 1.0], [-1.0, -1.0]]
-    signals = [dict(r_f=[0.0], r_b=[0.0], env_rewards=[1.0], context_keys=["a"]),
-               dict(r_f=[0.0], r_b=[0.0], env_rewards=[0.0], context_keys=["a"])]
-    with pytest.raises(ValueError, match="needs each step's observation"):
-        group_step_advantages("gigpo", signals)
-    assert get_estimator("gigpo").placement == "response" and get_estimator("rloo").signal == "outcome"
+    without_anchors = [array_rollout([1.0], ["a"]), array_rollout([0.0], ["a"])]
+    with pytest.raises(MissingCreditInput, match="needs each step's observation"):
+        group_step_advantages("gigpo", without_anchors)
+    assert get_estimator("gigpo").placement == "response" and get_estimator("rloo").needs == frozenset()

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from rubricgym.credit.estimators import group_step_advantages
+from credit_helpers import array_rollout
+
+from rubricgym.estimators import MissingCreditInput, group_step_advantages
 from rubricgym.credit.grpo import grpo_step_advantages, standardize
 from rubricgym.credit.trca import (
     CATEGORIES,
@@ -157,20 +159,21 @@ def test_context_groups_standardize_within_the_group_only():
 
 @given(ragged_group, st.data())
 def test_estimators_by_name(lengths, data):
-    rollouts = []
+    signals = []
     for n in lengths:
         floats = st.lists(st.floats(-1, 1, allow_nan=False), min_size=n, max_size=n)
         env = np.zeros(n)
         env[-1] = data.draw(st.sampled_from([0.0, 1.0]))
-        rollouts.append(RolloutSignals(r_f=data.draw(floats), r_b=data.draw(floats), env_rewards=env,
-                                       context_keys=[f"s{t % 2}" for t in range(n)]))
-    envs = [r.env_rewards for r in rollouts]
-    keys = [r.context_keys for r in rollouts]
+        signals.append(RolloutSignals(r_f=data.draw(floats), r_b=data.draw(floats), env_rewards=env,
+                                      context_keys=[f"s{t % 2}" for t in range(n)]))
+    rollouts = [array_rollout(r.env_rewards, r.context_keys, r.r_f, r.r_b) for r in signals]
+    envs = [r.env_rewards for r in signals]
+    keys = [r.context_keys for r in signals]
     no_rf = group_step_advantages("trca_no_rf", rollouts)
     no_rb = group_step_advantages("trca_no_rb", rollouts)
     full = group_step_advantages("trca", rollouts, lam=0.8)
-    for got, step in ((no_rf, [r.r_b for r in rollouts]), (no_rb, [r.r_f for r in rollouts]),
-                      (full, [0.2 * r.r_f + 0.8 * r.r_b for r in rollouts])):
+    for got, step in ((no_rf, [r.r_b for r in signals]), (no_rb, [r.r_f for r in signals]),
+                      (full, [0.2 * r.r_f + 0.8 * r.r_b for r in signals])):
         want = trca_advantages(envs, step, keys)
         assert all(np.allclose(a, b) for a, b in zip(got, want))
     grpo = group_step_advantages("grpo", rollouts)
@@ -179,10 +182,10 @@ def test_estimators_by_name(lengths, data):
 
 
 def test_unknown_estimator_and_bad_shapes_raise():
-    r = RolloutSignals(r_f=[0.0], r_b=[0.0], env_rewards=[1.0], context_keys=["a"])
+    r = array_rollout([1.0], ["a"], [0.0], [0.0])
     with pytest.raises(ValueError, match="unknown advantage estimator 'ppo'"):
         group_step_advantages("ppo", [r])
-    with pytest.raises(ValueError, match="needs a judge"):
+    with pytest.raises(MissingCreditInput, match="needs a DRACO judge"):
         group_step_advantages("draco", [r])
     with pytest.raises(ValueError, match="shape"):
         RolloutSignals(r_f=[0.0, 1.0], r_b=[0.0], env_rewards=[1.0], context_keys=["a"])

@@ -10,7 +10,7 @@ import pytest
 
 import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.attach import attach_reward
-from rubricgym.credit.estimators import group_step_advantages
+from rubricgym.estimators import group_step_advantages
 from rubricgym.credit.trca import trca_rewards
 from rubricgym.registration import get_spec, operator_library
 from rubricgym.rewards import RewardContext
