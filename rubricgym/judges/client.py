@@ -78,6 +78,8 @@ class ChatBackend(Protocol):
     max_concurrency: int | None
     #: True when the server enforces the schema while decoding
     enforces_schema: bool
+    #: whether the model thinks before answering when ``thinking`` is not set (sizes the token caps)
+    thinks_by_default: bool
 
     def identity(self) -> dict[str, Any]:
         """What identifies the answering model in cache keys (never keys or URLs)."""
@@ -157,6 +159,7 @@ class OpenAIChatBackend:
     """OpenAI-compatible server. The key goes only into the ``openai`` client's auth header."""
 
     max_concurrency: int | None = None
+    thinks_by_default = False  # thinking unset is not sent: the server decides (its thinking is stripped all the same)
 
     def __init__(self, settings: JudgeSettings):
         import openai  # optional: the judge extra
@@ -266,6 +269,7 @@ class TransformersChatBackend:
 
     max_concurrency: int | None = 1
     enforces_schema = False
+    thinks_by_default = True  # the chat template's enable_thinking is on unless thinking=False
 
     def __init__(self, model: Any, tokenizer: Any, model_id: str | None = None, max_prompt_tokens: int | None = None):
         self.model = model

@@ -51,10 +51,16 @@ class JudgeSettings(BaseSettings):
     temperature: float = 0.0
     top_p: float | None = None
     seed: int | None = Field(0, description="sent when not None; servers that support it become repeatable")
-    max_tokens_propose: int = 400
-    max_tokens_extend: int = 400
-    max_tokens_merge: int = 700
-    max_tokens_score: int = Field(1200, description="enough for ~12 criteria with reasons")
+    # the answer caps, sized for the criteria caps below (about 35 tokens a criterion, 50 a verdict with its
+    # reason); a thinking judge gets max_thinking_tokens more in every phase
+    max_tokens_propose: int = Field(700, description="enough for max_proposed_criteria (15) criteria")
+    max_tokens_extend: int = Field(500, description="enough for max_extended_criteria (10) criteria")
+    max_tokens_merge: int = Field(1100, description="enough for max_criteria (24) criteria")
+    max_tokens_score: int = Field(1500, description="enough for ~24 verdicts with one-line reasons")
+    max_thinking_tokens: int = Field(
+        1024, ge=0, description="added to every phase's cap when the judge thinks first (thinking on, or a local "
+        "model's default): the caps above are sized for the answer alone, and a thinking reply cut off at its "
+        "cap has no answer")
     timeout_s: float = Field(60.0, gt=0, description="per HTTP call")
     max_reply_bytes: int = Field(DEFAULT_MAX_REPLY_BYTES, gt=0, description="a reply body larger than this is refused while it "
                                  "is read (never held whole), recorded as reply_too_large and not retried")
@@ -69,12 +75,18 @@ class JudgeSettings(BaseSettings):
     self_judge_repeats: int = Field(3, ge=1, description="k: self-judge scoring repeats; pass needs all k")
     ask_reasons: bool = Field(True, description="ask a one-line reason per verdict (better verdicts, more tokens)")
     include_static_in_dynamic: bool = Field(False, description="dynamic variants also merge the static rubric in")
-    max_criteria: int = Field(15, ge=1, description="cap on the merged criteria set (DRACO reports ~15 per group)")
+    max_criteria: int = Field(24, ge=1, description="cap on the merged criteria set: DRACO's merge prompt "
+                              "(Listing 3) states a hard ceiling of 24, 'a ceiling, NOT a target'")
     thinking: bool | None = Field(
         None, description="the model's thinking mode in every judge phase, passed through its chat template "
         "(enable_thinking; templates without it ignore it). None: on for a local model (the self-judge, as "
         "DRACO runs it), not sent to HTTP endpoints; true/false: sent to both (HTTP: chat_template_kwargs)")
-    max_new_criteria: int = Field(5, ge=1, description="cap per propose / extend call")
+    max_proposed_criteria: int = Field(15, ge=1, description="cap on the criteria proposed from the instruction: "
+                                       "DRACO's Listing 1, 'a maximum of 15 rubrics'")
+    max_extended_criteria: int = Field(10, ge=1, description="cap on the criteria one rollout's extension adds: "
+                                       "DRACO's Listing 2, 'a maximum of 10 rubrics'")
+    max_new_criteria: int | None = Field(None, ge=1, description="when set, caps both the proposal and each "
+                                         "extension (small judges: fewer, shorter answers)")
     max_citations: int = Field(8, ge=1, description="cap on cited steps per verdict")
     max_observation_chars: int = Field(1500, ge=100, description="observation text per step shown to the judge")
     max_response_chars: int = Field(1500, ge=100, description="agent response text per step shown to the judge")
@@ -97,5 +109,11 @@ class JudgeSettings(BaseSettings):
         data["api_key_set"] = key is not None and bool(key.get_secret_value())
         return data
 
-    def max_tokens(self, phase: str) -> int:
-        return int(getattr(self, f"max_tokens_{phase}"))
+    def new_criteria_cap(self, phase: str) -> int:
+        """How many criteria one ``propose`` or ``extend`` answer may hold."""
+        paper = self.max_proposed_criteria if phase == "propose" else self.max_extended_criteria
+        return min(paper, self.max_new_criteria) if self.max_new_criteria is not None else paper
+
+    def max_tokens(self, phase: str, thinking: bool = False) -> int:
+        """The phase's token cap: its answer's, plus ``max_thinking_tokens`` when the judge thinks."""
+        return int(getattr(self, f"max_tokens_{phase}")) + (self.max_thinking_tokens if thinking else 0)

@@ -198,8 +198,9 @@ class DracoJudge:
         schema = inline_json_schema(model)
         values = {**values, "format_block": self._format(example, schema)}
         s = self.settings
+        thinks = s.thinking if s.thinking is not None else bool(getattr(self.backend, "thinks_by_default", False))
         params: dict[str, Any] = {
-            "max_tokens": s.max_tokens(phase),
+            "max_tokens": s.max_tokens(phase, thinking=thinks),
             "temperature": s.temperature,
             "top_p": s.top_p,
             "seed": s.seed,
@@ -233,7 +234,7 @@ class DracoJudge:
 
     # ---- phases --------------------------------------------------------------------------
     def propose_request(self, instruction: str) -> ChatRequest:
-        n = self.settings.max_new_criteria
+        n = self.settings.new_criteria_cap("propose")
         return self._request(
             "propose",
             {"max_items": n, "instruction_block": self._instruction(instruction)},
@@ -242,12 +243,12 @@ class DracoJudge:
         )
 
     def propose(self, instruction: str, step: int | None = None) -> list[str] | None:
-        n = self.settings.max_new_criteria
+        n = self.settings.new_criteria_cap("propose")
         res = self.caller.call(self.propose_request(instruction), criteria_answer_model(n), step)
         return None if res.value is None else [c.text for c in res.value.criteria]
 
     def extend_request(self, instruction: str, current: Sequence[str], traj: Trajectory) -> ChatRequest:
-        n = self.settings.max_new_criteria
+        n = self.settings.new_criteria_cap("extend")
         return self._request(
             "extend",
             {
@@ -262,7 +263,7 @@ class DracoJudge:
         )
 
     def extend(self, instruction: str, current: Sequence[str], traj: Trajectory, step: int | None = None) -> list[str] | None:
-        n = self.settings.max_new_criteria
+        n = self.settings.new_criteria_cap("extend")
         res = self.caller.call(self.extend_request(instruction, current, traj), criteria_answer_model(n), step)
         return None if res.value is None else [c.text for c in res.value.criteria]
 

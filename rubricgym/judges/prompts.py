@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -28,7 +28,7 @@ _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 PHASE_TEMPLATES = ("propose", "extend", "merge", "score")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> str:
     """A packaged prompt file (``rubricgym/judges/prompts/<name>.md``)."""
     return resources.files("rubricgym.judges").joinpath("prompts", f"{name}.md").read_text(encoding="utf-8")
@@ -51,7 +51,7 @@ def data_block(kind: str, body: str) -> str:
     """Wrap already JSON-encoded ``body`` in content-hashed BEGIN/END markers."""
     if not re.fullmatch(r"[a-z_]+", kind):
         raise ValueError(f"bad data kind {kind!r}")
-    nonce = hashlib.sha256(f"{kind}\n{body}".encode("utf-8")).hexdigest()[:16]
+    nonce = hashlib.sha256(f"{kind}\n{body}".encode()).hexdigest()[:16]
     return f"<<<BEGIN DATA kind={kind} id={nonce}>>>\n{body}\n<<<END DATA kind={kind} id={nonce}>>>"
 
 

@@ -46,6 +46,49 @@ class BadReply(ValueError):
     """A reply that cannot hold an answer (too long, nested too deeply, no JSON object)."""
 
 
+THINKING_MARKERS: tuple[tuple[str, str], ...] = (
+    ("<think>", "</think>"),  # Qwen3, DeepSeek-R1, QwQ and most open reasoning models' chat templates
+    ("<thinking>", "</thinking>"),
+    ("<reasoning>", "</reasoning>"),
+    ("<|begin_of_thought|>", "<|end_of_thought|>"),
+)
+"""Pairs that delimit a model's thinking in its reply: the common ``<think>`` form and the other
+markers open models' chat templates use."""
+
+
+def strip_thinking(text: str, markers: tuple[tuple[str, str], ...] = THINKING_MARKERS) -> str:
+    r"""The reply without its thinking, so that a JSON object inside the thinking is never taken
+    for the answer. Per marker pair: every ``open ... close`` span goes; a close with no open
+    before it (a template that opens the thinking in the prompt, as DeepSeek-R1's does) drops
+    everything up to it; an open never closed (the reply was cut off while thinking) drops the
+    rest. Linear: plain substring search, each character visited a bounded number of times.
+
+    >>> strip_thinking('<think>maybe {"a": 1}?</think>\n{"a": 2}')
+    '\n{"a": 2}'
+    >>> strip_thinking('still thinking {"a": 1}</think>{"a": 2}')
+    '{"a": 2}'
+    >>> strip_thinking('{"a": 2}<think>cut off')
+    '{"a": 2}'
+    """
+    for opening, closing in markers:
+        first_close, first_open = text.find(closing), text.find(opening)
+        if first_close != -1 and (first_open == -1 or first_close < first_open):
+            text = text[first_close + len(closing):]
+        parts, at = [], 0
+        while True:
+            start = text.find(opening, at)
+            if start == -1:
+                parts.append(text[at:])
+                break
+            parts.append(text[at:start])
+            end = text.find(closing, start + len(opening))
+            if end == -1:
+                break  # cut off while thinking: nothing after the opening is an answer
+            at = end + len(closing)
+        text = "".join(parts)
+    return text
+
+
 def extract_json_object(text: str, max_chars: int = MAX_REPLY_CHARS, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """The first complete JSON object in ``text`` (tolerates code fences and chatter).
 
@@ -178,8 +221,11 @@ class StructuredCaller:
                 result.error = str(exc)
                 return result
             result.cache_hits += int(hit)
+            answer = strip_thinking(reply.text)  # the thinking is never the answer
             try:
-                result.value = model.model_validate(extract_json_object(reply.text))
+                if not answer.strip() and reply.text.strip():
+                    raise BadReply("the reply holds only thinking, no answer after it")
+                result.value = model.model_validate(extract_json_object(answer))
                 result.error = None
                 return result
             except (ValueError, ValidationError, RecursionError, TypeError) as exc:  # any bad reply: counted
@@ -193,7 +239,7 @@ class StructuredCaller:
                     update={
                         "messages": [
                             *request.messages,
-                            {"role": "assistant", "content": reply.text[:_MAX_ECHO]},
+                            {"role": "assistant", "content": answer[:_MAX_ECHO]},
                             {"role": "user", "content": REPAIR_MESSAGE.format(error=error)},
                         ],
                         "seed": None if request.seed is None else request.seed + attempt + 1,

@@ -64,3 +64,44 @@ def test_full_group_pipeline_on_a_real_server(llama_server, tmp_path):
     res2 = again.score_group(instruction, trajs, "full", training_step=0)
     assert again.ledger.summary()["total"]["calls"] == 0
     assert res2.model_dump() == res.model_dump()
+
+
+THINK_FIRST = r'''root ::= "<think>" thought "</think>" "\n" answer
+thought ::= [^<{}]{1,160}
+answer ::= "{\"c1\": {\"verdict\": \"" ("pass" | "fail") "\", \"steps\": [" [0-3] "]}}"
+'''
+
+
+def test_a_real_reply_that_thinks_first_is_read_after_its_thinking(llama_server):
+    """SmolLM2 behind llama.cpp, made to think first by a grammar (thinking text, then the
+    verdict): its real reply goes through the judge's structured call, which reads the verdict
+    after the thinking (issue 49, item 3)."""
+    import httpx
+
+    from rubricgym.judges.client import ChatReply, ChatRequest
+    from rubricgym.judges.ledger import Ledger
+    from rubricgym.judges.schemas import score_answer_model
+    from rubricgym.judges.structured import StructuredCaller, strip_thinking
+
+    body = {"model": "smollm2", "max_tokens": 200, "temperature": 0.0, "grammar": THINK_FIRST,
+            "messages": [{"role": "user", "content": "Think first, then judge: did step 2 pick up the key? "
+                                                     "Answer with criterion c1's verdict and the step it cites."}]}
+    reply = httpx.post(f"{llama_server.base_url}/chat/completions", json=body, timeout=120).json()
+    text = reply["choices"][0]["message"]["content"]
+    assert text.startswith("<think>") and "</think>" in text and len(strip_thinking(text)) < len(text)
+
+    class Recorded:  # the real reply, replayed through the judge's own call path
+        max_concurrency, enforces_schema, thinks_by_default = None, False, True
+
+        def identity(self):
+            return {"backend": "recorded"}
+
+        def complete(self, request):
+            return ChatReply(text=text, finish_reason="stop")
+
+    request = ChatRequest(phase="score", messages=body["messages"], schema_name="draco_score", json_schema={},
+                          max_tokens=200)
+    result = StructuredCaller(Recorded(), Ledger(), max_repairs=0).call(
+        request, score_answer_model(["c1"], max_citations=4, with_reason=False))
+    assert result.value is not None, result.error
+    assert result.value.model_dump(by_alias=True)["c1"]["verdict"] in ("pass", "fail")

@@ -159,7 +159,10 @@ def test_aggregate_repeats_is_draco_s_published_rule():
     assert aggregate_repeats([v("fail", [1]), v("unanswered"), v("pass")]).verdict is Verdict.FAIL  # decided
     assert aggregate_repeats([v("pass"), v("not_applicable"), v("unanswered")]).verdict is Verdict.FAIL
     assert aggregate_repeats([v("not_applicable"), v("unanswered")]).verdict is Verdict.UNANSWERED  # left open
-    assert JudgeSettings().max_criteria >= 15  # the criteria per group DRACO reports
+    paper = JudgeSettings()  # DRACO's prompts (Appendix F): propose <= 15, extend <= 10, merged <= 24
+    assert (paper.new_criteria_cap("propose"), paper.new_criteria_cap("extend"), paper.max_criteria) == (15, 10, 24)
+    small = JudgeSettings(max_new_criteria=3)
+    assert (small.new_criteria_cap("propose"), small.new_criteria_cap("extend")) == (3, 3)
 
 
 def test_thinking_goes_through_the_chat_template():
