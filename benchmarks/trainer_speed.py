@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--iterations", type=int, default=1)
     ap.add_argument("--gradient-checkpointing", choices=["auto", "on", "off"], default="auto")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--lora-r", type=int, default=None, help="LoRA rank (default: the trainer's)")
+    ap.add_argument("--lora-all-linear", action="store_true", help="LoRA on the MLP projections too")
     ap.add_argument("--json", dest="out", default=None, help="write the result here (JSON)")
     args = ap.parse_args(argv)
 
@@ -74,6 +76,10 @@ def main(argv: list[str] | None = None) -> dict:
         overrides.append(f"model.gradient_checkpointing={args.gradient_checkpointing == 'on'}")
     if args.threads:
         overrides.append(f"run.threads={args.threads}")
+    if args.lora_r:
+        overrides += [f"lora.r={args.lora_r}", f"lora.alpha={2 * args.lora_r}"]
+    if args.lora_all_linear:
+        overrides.append("lora.target_modules=[q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]")
     config = load_config(None, overrides)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
@@ -116,6 +122,7 @@ def main(argv: list[str] | None = None) -> dict:
         "env": args.env,
         "group_size": args.group_size, "tasks": args.tasks, "max_steps": args.max_steps,
         "max_new_tokens": args.max_new_tokens, "iterations": args.iterations,
+        "lora_r": config.lora.r, "lora_targets": list(config.lora.target_modules),
         "load_s": round(load_s, 2),
         "single_generation_tok_s": round(single_tok_s, 2),
         "batched_generation_tok_s": round(batched_tok_s, 2),

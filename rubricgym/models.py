@@ -34,6 +34,11 @@ TINY_ALIASES = {"tiny", "tiny-qwen2", "tiny-llama"}
 # tokenizer: a realistic size for speed and memory checks where the weights are not available
 RANDOM_135M = "random-135m"
 SHAPE_135M = dict(hidden_size=576, num_layers=30, intermediate_size=1536, num_heads=9, num_kv_heads=3)
+# random weights in Qwen2.5-1.5B-Instruct's shape (28 layers, hidden 1536, 12/2 heads; the byte
+# tokenizer's vocabulary, not its 151,936 tokens): the TRCA paper config's memory and speed check
+RANDOM_QWEN_1_5B = "random-qwen2.5-1.5b"
+SHAPE_QWEN_1_5B = dict(hidden_size=1536, num_layers=28, intermediate_size=8960, num_heads=12, num_kv_heads=2)
+RANDOM_SHAPES = {RANDOM_135M: ("llama", SHAPE_135M), RANDOM_QWEN_1_5B: ("qwen2", SHAPE_QWEN_1_5B)}
 
 CHATML_TEMPLATE = (
     "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}{% endfor %}"
@@ -162,16 +167,15 @@ def load_causal_lm(path_or_name: str | os.PathLike[str], device: str | None = No
     name = str(path_or_name)
     if name.lower() in SMOLLM2_ALIASES:
         return load_smollm2(device=device, dtype=dtype)
-    if name.lower() in TINY_ALIASES or name.lower() == RANDOM_135M:
-        arch = "qwen2" if name.lower() in ("tiny", "tiny-qwen2") else "llama"
-        shape = SHAPE_135M if name.lower() == RANDOM_135M else {}
+    if name.lower() in TINY_ALIASES or name.lower() in RANDOM_SHAPES:
+        arch, shape = RANDOM_SHAPES.get(name.lower(), ("qwen2" if name.lower() in ("tiny", "tiny-qwen2") else "llama", {}))
         model, tok = build_tiny_model(seed=seed, arch=arch, **shape)
         device = device or default_device()
         return model.to(device=device, dtype=_resolve_dtype(dtype, device)), tok
     if not Path(name).is_dir():
         raise ModelUnavailable(
             f"model {name!r} is neither a local folder nor a known name "
-            f"({sorted(SMOLLM2_ALIASES | TINY_ALIASES | {RANDOM_135M})}); the HF hub is not reachable offline"
+            f"({sorted(SMOLLM2_ALIASES | TINY_ALIASES | set(RANDOM_SHAPES))}); the HF hub is not reachable offline"
         )
     from transformers import AutoModelForCausalLM, AutoTokenizer  # optional: the train extra
 

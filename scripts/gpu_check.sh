@@ -50,6 +50,8 @@ ln -s "$PWD/adapters" "$SHIM/rubricgym/adapters"
 ln -s "$PWD/operator_libraries" "$SHIM/rubricgym/operator_libraries"
 export PYTHONPATH="$SHIM:$PWD/tests${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RUBRICGYM_CACHE="$SHIM/cache"
+# the repository's own rubricgym/ folder (the core alone) must not shadow the shim: no cwd on sys.path
+export PYTHONSAFEPATH=1
 
 # 1. correctness on CUDA/bf16: generation log-probs vs the update's forward, LoRA KL at step 0
 "$PY" - <<'PYEOF'
@@ -58,6 +60,7 @@ from rubricgym.models import load_causal_lm
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.update import collate, response_logprobs, ppo_update
 from rubricgym.trainers.config import AlgorithmSettings
+from rubricgym.estimators import resolve_estimator
 from peft import LoraConfig, get_peft_model
 model, tok = load_causal_lm(os.environ.get("MODEL", "random-135m"), device="cuda")
 prompts = [[10 + k for k in range(n)] for n in (5, 17, 9, 30)]
@@ -78,7 +81,8 @@ with torch.no_grad():
 diff = (lp - glp).abs().max().item()
 pm = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
 opt = torch.optim.AdamW([p for p in pm.parameters() if p.requires_grad], lr=1e-4)
-stats = ppo_update(pm, opt, None, samples, AlgorithmSettings(micro_batch_size=2), pad_id=tok.pad_token_id)
+stats = ppo_update(pm, opt, None, samples, AlgorithmSettings(micro_batch_size=2), resolve_estimator("grpo").objective,
+                   pad_id=tok.pad_token_id)
 res = {"dtype": str(model.dtype), "max_abs_logprob_diff_generate_vs_update": diff, "kl_first_update": stats["kl"],
        "loss_finite": bool(torch.isfinite(torch.tensor(stats["loss"])))}
 print(json.dumps(res))
@@ -100,4 +104,10 @@ fi
 # 4. every strategy that runs on one GPU, two iterations each (a failing one is recorded, the rest run)
 "$PY" scripts/gpu_strategies.py --device cuda --model "$MODEL" --out "$OUT/trainer_gpu_strategies.json" \
   || echo "gpu_check: some strategies failed: see $OUT/trainer_gpu_strategies.json" >&2
+# 5. the TRCA paper config's shape (configs/alfworld_trca_paper_gpu.yaml): Qwen2.5-1.5B's layers with random
+#    weights, 16 tasks x 8 rollouts, 512 new tokens, LoRA r 64 on every linear layer, two iterations
+"$PY" benchmarks/trainer_speed.py --device cuda --model random-qwen2.5-1.5b --env word --group-size 8 --tasks 16 \
+    --max-steps 2 --max-new-tokens 512 --micro-batch-size 16 --iterations 2 --lora-r 64 --lora-all-linear \
+    --json "$OUT/trainer_gpu_paper_shape.json" \
+  || echo "gpu_check: the paper config's shape failed: see the log above" >&2
 echo "gpu_check: OK -> $OUT"

@@ -10,7 +10,8 @@ mkdir -p .whl
 PLATFORM=(--python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
           --platform manylinux2014_x86_64)
 # pure-Python packages and pydantic's compiled core, pinned to what this project resolves here
-for spec in gymnasium farama-notifications pydantic pydantic-core annotated-types typing-inspection hjson; do
+for spec in gymnasium farama-notifications pydantic pydantic-core annotated-types typing-inspection hjson \
+    pydantic-settings python-dotenv common-expression-language prompt-toolkit wcwidth; do
   version=$("$PY" -m pip show "$spec" 2>/dev/null | sed -n 's/^Version: //p')
   "$PY" -m pip download -q --no-deps --only-binary=:all: "${PLATFORM[@]}" -d .whl "$spec${version:+==$version}"
 done
