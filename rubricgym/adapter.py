@@ -129,5 +129,5 @@ class Adapter(ABC):
     def render_state(self) -> str:
         return ""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: an adapter with no engine resources keeps this)
         """Free engine resources; safe to call twice."""

@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out is None:
             ap.error("--out is required (or --bundle)")
         targets = {split: args.out / "json_2.1.1" / split for split in args.splits}
-        counts = {split: args.n for split in args.splits}
+        counts = dict.fromkeys(args.splits, args.n)
     for split, split_dir in targets.items():
         if split_dir.exists():
             shutil.rmtree(split_dir)

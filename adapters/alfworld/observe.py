@@ -213,7 +213,7 @@ class ObservedWorld:
         elif m := _EXAMINE_TOGGLE.match(text):
             ev.examined = m.group("o")
             (self.lamps_on.add if m.group("s") == "on" else self.lamps_on.discard)(ev.examined)
-        elif text.startswith("There's nothing special about") or text.startswith("This is a normal"):
+        elif text.startswith(("There's nothing special about", "This is a normal")):
             ev.examined = command.object or command.receptacle
         elif command.verb == "examine" and (_CONTENTS.match(text) or _CLOSED.match(text)):
             ev.examined = command.receptacle or command.object

@@ -177,7 +177,7 @@ class WireGuard:
                     return message
                 try:
                     message = await asyncio.wait_for(receive(), self.idle_timeout_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     await send({"type": "websocket.send",
                                 "text": _error_frame(f"session idle for {self.idle_timeout_s:g} s: closed")})
                     await send({"type": "websocket.close", "code": 1001, "reason": "idle session timed out"})

@@ -63,7 +63,7 @@ async def play_episode(env: Any, ask: AskPolicy, env_id: str, task_id: str, samp
         records = step_records(info)
         steps.append({"response": response, **({"tool_calls": [list(c) for c in reply.tool_calls]} if tools else {}),
                       "reward": float(reward), "env_reward": float(info["transition"].env_reward),
-                      "rubric": {name: record for name, record in (info.get("rubric") or {}).items()},
+                      "rubric": dict(info.get("rubric") or {}),
                       "trca_reward": (records.trca().r_TRCA if records.trca() is not None else None),
                       "parsed": bool(info["transition"].action.ok),
                       "accepted": bool(info["transition"].facts.accepted)})
@@ -175,7 +175,7 @@ def play_jobs(settings: EvalSettings, jobs: list[tuple[str, int, int]], episodes
                 except queue.Empty:
                     for batch in batches:  # a worker that died, or a bug: the run stops with it
                         if batch.done() and batch.exception() is not None:
-                            raise batch.exception()  # type: ignore[misc]
+                            raise batch.exception() from None  # type: ignore[misc]
                     continue
                 append_run_line(episodes, json.dumps(record, default=str))
                 finished += 1

@@ -63,7 +63,7 @@ def _full(key: str) -> str:
 
 
 CONTACT_KEYS = [k for k, _ in W.CONTACTS]
-RELATIONSHIPS = {k: rel for k, rel in W.CONTACTS}
+RELATIONSHIPS = dict(W.CONTACTS)
 
 # ----------------------------------------------------------------------------- people
 ALL_CONTACTS = """contacts, page = [], 0
