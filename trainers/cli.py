@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from rubricgym.estimators import estimator_names
 from rubricgym.secret_refs import install_log_redaction, redact
 
 
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override one setting, e.g. --set algorithm.group_size=8 (repeatable)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its latest checkpoint")
     parser.add_argument("--iterations", type=int, help="= --set run.iterations=N")
-    parser.add_argument("--advantage", help="= --set algorithm.advantage=NAME (grpo, trca, draco, ...)")
+    parser.add_argument("--advantage", help="= --set algorithm.advantage=NAME, one of: " + ", ".join(estimator_names()))
     parser.add_argument("--model", help="= --set model.name=NAME_OR_PATH")
     parser.add_argument("--device", help="= --set model.device=DEVICE")
     parser.add_argument("--output-dir", help="= --set run.output_dir=DIR")

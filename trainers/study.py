@@ -44,7 +44,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rubricgym.env_factories import register_env_factories, registered_env_factories
-from rubricgym.estimators import get_estimator
+from rubricgym.estimators import estimator_names, get_estimator
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.run_files import write_run_file
 from rubricgym.trainers.trainer import Trainer
@@ -296,7 +296,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for every run (repeatable)")
     parser.add_argument("--estimators", default="grpo,trca,trca_no_rf,trca_no_rb",
-                        help="comma-separated estimator names (add draco* when a judge is configured)")
+                        help="comma-separated estimator names, of: " + ", ".join(estimator_names())
+                        + " (the draco* ones need a judge configured)")
     parser.add_argument("--seeds", default="0,1", help="comma-separated seeds")
     parser.add_argument("--trajectories", type=int, default=64, help="trajectory budget of every run")
     parser.add_argument("--target", type=float, default=0.5, help="success rate whose budget is reported")

@@ -53,7 +53,7 @@ class Rubric(BaseModel):
 
 def load_rubric(path: str | Path) -> Rubric:
     """A rubric from a YAML/JSON file (a benchmark's packaged one is its spec's
-    ``judge_rubric``: ``rubricgym.registration.judge_rubric(name)``)."""
+    ``judge_rubric``: ``rubricgym.registration.judge_rubric_file(name)``)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no rubric file {str(path)!r}")

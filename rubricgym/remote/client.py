@@ -1,7 +1,7 @@
 """``RemoteEnv``: a real ``gymnasium.Env`` over a served env's WebSocket (OpenEnv's client).
 
-Not the trainer's worker-side ``rubricgym.trainers.env_workers.RemoteEnv`` (a view of a slot
-in a local worker pool): this one plays ``rubricgym serve-env`` on any host. ``info`` and
+Not the trainer's worker-side ``rubricgym.trainers.env_workers.WorkerEnvView`` (a view of a
+slot in a local worker pool): this one plays ``rubricgym serve-env`` on any host. ``info`` and
 ``trajectory`` are the in-process ones, rebuilt through this process's benchmark registry.
 Every wait is bounded (``timeout_s``); a server that dies or stops answering ends the episode
 as a truncated, labelled engine failure, and the next ``reset`` connects afresh.

@@ -267,10 +267,20 @@ def test_every_registered_name_is_listed_where_estimators_are_listed():
 
     from rubricgym.trainers.config import AlgorithmSettings
 
+    import argparse
+
+    from rubricgym.trainers import cli, study
+
     docs = (Path(__file__).resolve().parents[2] / "docs" / "trainer.md").read_text(encoding="utf-8")
     description = AlgorithmSettings.model_fields["advantage"].description or ""
+    helps = []
+    for module in (cli, study):
+        parser = argparse.ArgumentParser()
+        module.add_arguments(parser)
+        helps.append(parser.format_help())
     for name in estimator_names():
         est = get_estimator(name)
         needs = ", ".join(sorted(est.needs)) or "outcome"
         assert f"| `{name}` | {needs} | {est.placement} |" in docs, name
         assert name in description, name
+        assert all(name in text for text in helps), name

@@ -69,3 +69,27 @@ def test_an_episode_past_max_completion_length_ends_truncated(tmp_path):
         assert len(episode.steps) == 1
     assert trainer.last_advantages.shape[1] <= 200
     trainer.rollout_func.close()
+
+
+def test_gigpo_trains_through_rubric_grpo_trainer(tmp_path):
+    """The drift users hit (issue 50): `RubricGRPOTrainer(estimator="gigpo")` failed its first
+    step for want of the observation anchors. It trains now, with the values every caller gets."""
+    from rubricgym.contract import Trajectory
+    from rubricgym.estimators import group_step_advantages, trajectory_rollout
+    from rubricgym.integrations.episodes import completion_advantages
+
+    need_trl_stack()
+    trainer = make_trainer(tmp_path, estimator="gigpo", groups=1)
+    try:
+        trainer.train()
+        episodes, advantages = trainer.last_episodes, trainer.last_advantages.numpy()
+        again, _ = completion_advantages("gigpo", episodes, 2, advantages.shape[1])
+        np.testing.assert_allclose(advantages, again, atol=1e-6)
+        stored = group_step_advantages("gigpo", [trajectory_rollout(Trajectory.from_json_line(str(e.trajectory)))
+                                                 for e in episodes])
+        for row, (episode, values) in enumerate(zip(episodes, stored, strict=True)):
+            assert all(s.anchor is not None for s in episode.steps)
+            for step, value in zip(episode.steps, values, strict=True):
+                assert advantages[row, step.response[0]] == pytest.approx(value, abs=1e-6)
+    finally:
+        trainer.rollout_func.close()
