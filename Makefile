@@ -66,3 +66,21 @@ test: setup
 
 clean-venv:
 	rm -rf $(VENV) .venvs
+
+# The sample-efficiency studies with the small choice policy (docs/study.md): each runs or
+# resumes its study (finished runs are kept under benchmarks/results/study_choice_*/runs/).
+ALFWORLD_STUDY_DATA := runs/data/alfworld-pick-and-place
+.PHONY: study-alfworld study-webshop
+
+$(ALFWORLD_STUDY_DATA)/.generated: | $(STAMP)
+	$(PY) -m rubricgym.adapters.alfworld.generate --out $(ALFWORLD_STUDY_DATA) --seed 7 --n 64 --splits train \
+	  --task-types pick_and_place_simple
+	$(PY) -m rubricgym.adapters.alfworld.generate --out $(ALFWORLD_STUDY_DATA) --seed 8 --n 32 --splits valid_seen \
+	  --task-types pick_and_place_simple
+	touch $@
+
+study-alfworld: venv $(ALFWORLD_STUDY_DATA)/.generated
+	$(PY) -m rubricgym.cli study --policy choice --config configs/study_choice_alfworld.yaml
+
+study-webshop: venv
+	$(PY) -m rubricgym.cli study --policy choice --config configs/study_choice_webshop.yaml

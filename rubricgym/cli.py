@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("rubricgym.demo", "play a benchmark's expert on its env and print each step's facts"),
     "library": ("rubricgym.trca.cli", "generate, validate, test and diff TRCA operator libraries"),
     "train": ("rubricgym.trainers.cli", "GRPO training with rubric rewards"),
-    "study": ("rubricgym.trainers.study", "sample efficiency of advantage estimators at matched trajectory budgets"),
+    "study": ("rubricgym.trainers.study.cli", "sample efficiency of advantage estimators at matched trajectory budgets"),
     "eval": ("rubricgym.trainers.eval.cli", "measure an agent (endpoint, local model or your function) on an env, per-step credit included"),
     "judge": ("rubricgym.judges.cli", "score stored trajectories with an LLM rubric judge"),
     "report": ("rubricgym.report.cli", "HTML report of a run folder or a trajectory file"),

@@ -334,11 +334,15 @@ def verify_game(game_file: Path) -> list[str]:
 
 
 def generate_split(split_dir: Path, seed: int, n: int, label: str, verify: bool = True,
-                   max_attempts: int = 50) -> list[Path]:
-    """``n`` games cycling over the six task types; deterministic for (seed, label, n)."""
+                   max_attempts: int = 50, task_types: tuple[str, ...] = TASK_TYPES) -> list[Path]:
+    """``n`` games cycling over ``task_types`` (default: all six); deterministic for (seed,
+    label, n, task_types)."""
+    unknown = sorted(set(task_types) - set(TASK_TYPES))
+    if unknown or not task_types:
+        raise ValueError(f"unknown ALFWorld task types {unknown}; choose from {list(TASK_TYPES)}")
     files = []
     for index in range(n):
-        task_type = TASK_TYPES[index % len(TASK_TYPES)]
+        task_type = task_types[index % len(task_types)]
         for attempt in range(max_attempts):
             key = f"{seed}:{label}:{index}:{attempt}"
             try:
@@ -369,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n", type=int, default=12, help="games per split (task types cycle)")
     ap.add_argument("--splits", nargs="+", default=["train", "valid_seen"])
+    ap.add_argument("--task-types", nargs="+", default=list(TASK_TYPES), metavar="TYPE",
+                    help=f"task families to cycle over (default: all six: {', '.join(TASK_TYPES)})")
     ap.add_argument("--no-verify", action="store_true", help="skip the planner check (games stay unsolvable-marked)")
     ap.add_argument("--bundle", action="store_true",
                     help="rewrite the bundled set (adapters/alfworld/games/{train,eval}); --n is per split")
@@ -384,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     for split, split_dir in targets.items():
         if split_dir.exists():
             shutil.rmtree(split_dir)
-        files = generate_split(split_dir, args.seed, counts[split], label=split, verify=not args.no_verify)
+        files = generate_split(split_dir, args.seed, counts[split], label=split, verify=not args.no_verify,
+                               task_types=tuple(args.task_types))
         print(f"{split}: {len(files)} games in {split_dir}")
     return 0
 

@@ -53,7 +53,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                "rubricgym.integrations", "rubricgym.remote")),
 ]
 TOP = "rubricgym"  # the package itself imports everything it exports
-CLI_MODULES = re.compile(r"(^|\.)cli$|^rubricgym\.trainers\.study$")
+CLI_MODULES = re.compile(r"(^|\.)cli$")
 BENCHMARK_NAMES = re.compile(r"alfworld|appworld|webshop|searchqa|tau_?bench|tau2", re.IGNORECASE)
 REASON = re.compile(r"#\s*\S")
 

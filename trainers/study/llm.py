@@ -1,4 +1,4 @@
-"""``rubricgym study``: sample efficiency of advantage estimators at matched trajectory budgets.
+"""``rubricgym study --policy llm``: sample efficiency of estimators with the LLM trainer.
 
 Each estimator is trained from the same config with several seeds; every run consumes the same
 number of trajectories (iterations x tasks per iteration x group size). The study records
@@ -44,7 +44,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rubricgym.env_factories import register_env_factories, registered_env_factories
-from rubricgym.estimators import estimator_names, get_estimator
+from rubricgym.estimators import get_estimator
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.run_files import write_run_file
 from rubricgym.trainers.trainer import Trainer
@@ -291,28 +291,19 @@ def run_study(settings: StudySettings) -> dict[str, Any]:
     return write_results(rows, settings, out, failed, objective, held_out)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="training config (YAML) shared by every run")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override for every run (repeatable)")
-    parser.add_argument("--estimators", default="grpo,trca,trca_no_rf,trca_no_rb",
-                        help="comma-separated estimator names, of: " + ", ".join(estimator_names())
-                        + " (the draco* ones need a judge configured)")
-    parser.add_argument("--seeds", default="0,1", help="comma-separated seeds")
-    parser.add_argument("--trajectories", type=int, default=64, help="trajectory budget of every run")
-    parser.add_argument("--target", type=float, default=0.5, help="success rate whose budget is reported")
-    parser.add_argument("--output-dir", default="runs/study")
-    parser.add_argument("--jobs", type=int, default=1, help="runs trained at once, each in its own process")
-    parser.add_argument("--held-out", action="store_true",
-                        help="evaluate every run on the held-out tasks (the config's evaluation section) after training")
+LLM_DEFAULTS = {"estimators": "grpo,trca,trca_no_rf,trca_no_rb", "seeds": "0,1", "trajectories": 64, "target": 0.5,
+                "output_dir": "runs/study", "jobs": 1}
 
 
 def run(args: argparse.Namespace) -> int:
+    """``rubricgym study`` with the LLM trainer (``--policy llm``); unset options take LLM_DEFAULTS."""
+    values = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in LLM_DEFAULTS.items()}
     try:
-        settings = StudySettings(estimators=[e for e in args.estimators.split(",") if e],
-                                 seeds=[int(s) for s in args.seeds.split(",") if s], trajectories=args.trajectories,
-                                 target_success=args.target, config=args.config, overrides=args.overrides,
-                                 output_dir=args.output_dir, jobs=args.jobs, held_out=args.held_out)
+        settings = StudySettings(estimators=[e for e in values["estimators"].split(",") if e],
+                                 seeds=[int(s) for s in values["seeds"].split(",") if s],
+                                 trajectories=values["trajectories"], target_success=values["target"],
+                                 config=args.config, overrides=args.overrides, output_dir=values["output_dir"],
+                                 jobs=values["jobs"], held_out=args.held_out)
     except ValueError as exc:
         print(f"rubricgym study: {exc}")
         return 2
