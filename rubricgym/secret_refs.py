@@ -153,6 +153,7 @@ def read_secret(env: str | None = None, file: str | os.PathLike[str] | None = No
 
 _lock = threading.Lock()
 _forms: tuple[str, ...] = ()  # every remembered value and its JSON-escaped forms
+_pieces: tuple[str, ...] = ()  # every MIN_REDACTED_CHARS-long piece of every form
 _values: set[str] = set()
 
 
@@ -165,7 +166,7 @@ def remember_secret(value: str) -> None:
     """Add ``value`` to this process's redaction set (kept in memory only, never written).
     ``read_secret`` calls it for every key it returns; values under ``MIN_REDACTED_CHARS``
     characters are ignored."""
-    global _forms
+    global _forms, _pieces
     if len(value) < MIN_REDACTED_CHARS:
         return
     with _lock:
@@ -173,7 +174,9 @@ def remember_secret(value: str) -> None:
             return
         _values.add(value)
         forms = set(_forms) | set(encoded_forms(value))
-        _forms = tuple(sorted(forms))
+        pieces = set(_pieces) | {f[k:k + MIN_REDACTED_CHARS] for f in encoded_forms(value)
+                                 for k in range(len(f) - MIN_REDACTED_CHARS + 1)}
+        _forms, _pieces = tuple(sorted(forms)), tuple(sorted(pieces))
 
 
 def encoded_forms(value: str) -> list[str]:
@@ -190,21 +193,23 @@ def encoded_forms(value: str) -> list[str]:
 
 
 def redact(text: str) -> str:
-    """``text`` with every remembered secret replaced by ``REDACTED``. Every occurrence of
-    every value is found first and overlapping or touching occurrences become one marker, so
-    no part of a secret survives (replacing values one after another could cut one secret
-    out of another and leave the rest). ``str.find`` over a small set: no pattern built
-    from secret text. Idempotent for secrets that share no text with the marker."""
-    forms = _forms  # one consistent snapshot (the tuple is replaced, never changed)
-    if not forms or not isinstance(text, str):
+    """``text`` with every remembered secret, and every piece of one that is at least
+    ``MIN_REDACTED_CHARS`` long, replaced by ``REDACTED`` — wherever it stands: a whole key,
+    a key cut by truncation, a key split in two and echoed in pieces. Every occurrence of every
+    ``MIN_REDACTED_CHARS``-long piece is found first (a longer piece is a chain of overlapping
+    ones) and overlapping or touching occurrences become one marker, so no part of a secret that
+    long survives. The price: text that happens to hold such a piece of a key is hidden too.
+    ``str.find`` over a small set: no pattern built from secret text. Idempotent for secrets
+    that share no such piece with the marker."""
+    pieces = _pieces  # one consistent snapshot (the tuple is replaced, never changed)
+    if not pieces or not isinstance(text, str):
         return text
     spans: list[tuple[int, int]] = []
-    for form in forms:
-        start = text.find(form)
+    for piece in pieces:
+        start = text.find(piece)
         while start != -1:
-            spans.append((start, start + len(form)))
-            start = text.find(form, start + 1)
-        spans.extend(_cut_fragments(text, form))
+            spans.append((start, start + len(piece)))
+            start = text.find(piece, start + 1)
     if not spans:
         return text
     spans.sort()
@@ -219,21 +224,6 @@ def redact(text: str) -> str:
         kept, (begin, end) = end, (s, e)
     out += [text[kept:begin], REDACTED, text[end:]]
     return "".join(out)
-
-
-def _cut_fragments(text: str, form: str) -> list[tuple[int, int]]:
-    """A secret cut by truncation: its first ``k`` characters ending the text, or its last
-    ``k`` starting it (``k >= MIN_REDACTED_CHARS``, shorter than the whole value)."""
-    out = []
-    for k in range(len(form) - 1, MIN_REDACTED_CHARS - 1, -1):
-        if text.endswith(form[:k]):
-            out.append((len(text) - k, len(text)))
-            break
-    for k in range(len(form) - 1, MIN_REDACTED_CHARS - 1, -1):
-        if text.startswith(form[-k:]):
-            out.append((0, k))
-            break
-    return out
 
 
 def redact_json(obj: Any) -> Any:

@@ -1,9 +1,13 @@
 """Reading YAML files (run configs, operator libraries, rubrics): one reader with bounds.
 
 ``yaml.safe_load`` builds no objects, but it recurses: a file nested a few thousand levels
-deep ends in ``RecursionError``, and a special file (``/dev/zero``) is read forever. Here a
-file is read with a byte cap, nesting is capped, and every problem is a ``YamlFileError``
-(a ``ValueError``) that names the file and, where YAML knows it, the line.
+deep ends in ``RecursionError``, and a special file (``/dev/zero``) is read forever. It also
+expands anchors and aliases: PyYAML shares an alias's node, so a few hundred bytes of nested
+aliases (a "billion laughs") parse quickly into a value whose walk (a depth check, a
+validation) takes minutes. Here a file is read with a byte cap, anchors and aliases are
+refused while parsing (no config, library or rubric needs them), nesting is capped, and every
+problem is a ``YamlFileError`` (a ``ValueError``) that names the file and, where YAML knows
+it, the line.
 
 >>> parse_yaml("a: [1, 2]", "inline")
 {'a': [1, 2]}
@@ -11,6 +15,10 @@ file is read with a byte cap, nesting is capped, and every problem is a ``YamlFi
 Traceback (most recent call last):
 ...
 rubricgym.yaml_files.YamlFileError: deep.yaml: nested deeper than 64 levels
+>>> parse_yaml("a: &x [1]\nb: *x", "alias.yaml")
+Traceback (most recent call last):
+...
+rubricgym.yaml_files.YamlFileError: alias.yaml: YAML anchors and aliases are not accepted (line 1: anchor &x)
 """
 
 from __future__ import annotations
@@ -32,6 +40,25 @@ class YamlFileError(ValueError):
     """A YAML file (or text) cannot be read; the message starts with where it came from."""
 
 
+class _RefusedAlias(yaml.YAMLError):
+    def __init__(self, what: str, mark: Any):
+        super().__init__(what)
+        self.what, self.mark = what, mark
+
+
+class _PlainLoader(yaml.SafeLoader):
+    """The safe loader, refusing anchors and aliases when it composes each node (before any
+    value is built, so nothing shared is ever expanded)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise _RefusedAlias(f"alias *{event.anchor}", event.start_mark)
+        if getattr(event, "anchor", None) is not None:
+            raise _RefusedAlias(f"anchor &{event.anchor}", event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def nesting_depth(value: Any) -> int:
     """How deeply lists and mappings nest in ``value`` (a scalar is 0); iterative, so any
     depth is measured without recursion."""
@@ -47,9 +74,13 @@ def nesting_depth(value: Any) -> int:
 
 
 def parse_yaml(text: str, where: str) -> Any:
-    """The value of YAML ``text`` (safe loader: no tags, no objects), or ``YamlFileError``."""
+    """The value of YAML ``text`` (safe loader: no tags, no objects, no anchors or aliases), or
+    ``YamlFileError``."""
     try:
-        value = yaml.safe_load(text)
+        value = yaml.load(text, Loader=_PlainLoader)  # noqa: S506 - a SafeLoader subclass
+    except _RefusedAlias as exc:
+        raise YamlFileError(f"{where}: YAML anchors and aliases are not accepted (line {exc.mark.line + 1}: "
+                            f"{exc.what})") from None
     except RecursionError:
         raise YamlFileError(f"{where}: nested deeper than {MAX_YAML_DEPTH} levels") from None
     except yaml.YAMLError as exc:

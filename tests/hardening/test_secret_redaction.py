@@ -37,12 +37,12 @@ CANARY_ENV = "RUBRICGYM_REDACTION_CANARY_KEY"
 def own_registry():
     """An empty redaction set for the block, the process's own restored after: values a test
     remembers never redact another test's text."""
-    saved = secret_refs._forms, secret_refs._values
-    secret_refs._forms, secret_refs._values = (), set()
+    saved = secret_refs._forms, secret_refs._pieces, secret_refs._values
+    secret_refs._forms, secret_refs._pieces, secret_refs._values = (), (), set()
     try:
         yield
     finally:
-        secret_refs._forms, secret_refs._values = saved
+        secret_refs._forms, secret_refs._pieces, secret_refs._values = saved
 
 
 @pytest.fixture(autouse=True)
@@ -92,14 +92,21 @@ def test_redact_removes_every_remembered_value_embedded_anywhere(secrets, data):
     assert not [s for s in secrets if s in out]
 
 
+def _pieces(secrets: list[str]) -> set[str]:
+    """Every piece of MIN_REDACTED_CHARS or more characters of every form of every secret."""
+    return {f[i:j] for s in secrets for f in encoded_forms(s) for i in range(len(f))
+            for j in range(i + MIN_REDACTED_CHARS, len(f) + 1)}
+
+
 def _mask_oracle(text: str, secrets: list[str]) -> str:
-    """Every character inside some occurrence of some secret is hidden; each run of hidden
-    characters becomes one marker (slow and plain, for comparison)."""
+    """The rule: every character inside some occurrence of a piece at least MIN_REDACTED_CHARS
+    long of some secret (in any of its encoded forms) is hidden; each run of hidden characters
+    becomes one marker (slow and plain, for comparison)."""
     hidden = [False] * len(text)
-    for s in secrets:
+    for piece in _pieces(secrets):
         for i in range(len(text)):
-            if text.startswith(s, i):
-                hidden[i:i + len(s)] = [True] * len(s)
+            if text.startswith(piece, i):
+                hidden[i:i + len(piece)] = [True] * len(piece)
     out = [REDACTED if h and (i == 0 or not hidden[i - 1]) else "" if h else c
            for i, (c, h) in enumerate(zip(text, hidden))]
     return "".join(out)
@@ -119,15 +126,25 @@ def test_redact_hides_every_character_of_every_occurrence(secrets, data):
         assert redact(text) == _mask_oracle(text, secrets)
 
 
+def test_a_long_enough_piece_of_a_secret_is_hidden_wherever_it_stands():
+    """The example CI drew: the secret's last 8 characters alone are a piece of it, so they are
+    hidden (the rule: any piece of MIN_REDACTED_CHARS characters, anywhere)."""
+    with own_registry():
+        remember_secret("100000000")
+        assert redact("00000000") == REDACTED == _mask_oracle("00000000", ["100000000"])
+        assert redact("a 0000000 b") == "a 0000000 b"  # 7 characters: not a piece long enough
+        remember_secret("sk-live-abcdefghijklmnop")
+        split = "key part one sk-live-abcd, part two efghijklmnop done"  # echoed in two pieces
+        assert redact(split) == f"key part one {REDACTED}, part two {REDACTED} done"
+
+
 @settings(max_examples=200, deadline=None)
 @given(secrets=st.lists(SECRETS, min_size=1, max_size=4), text=st.text(max_size=200))
 def test_redact_leaves_text_without_a_secret_unchanged(secrets, text):
     with own_registry():
         for s in secrets:
             remember_secret(s)
-        cut = [f for s in secrets for f in encoded_forms(s) for k in range(MIN_REDACTED_CHARS, len(f))
-               if text.endswith(f[:k]) or text.startswith(f[-k:])]
-        if not any(f in text for s in secrets for f in encoded_forms(s)) and not cut:
+        if not any(piece in text for piece in _pieces(secrets)):
             assert redact(text) == text
             assert redact_json({"k": [text, 1]}) == {"k": [text, 1]}
 
