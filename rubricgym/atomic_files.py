@@ -15,14 +15,16 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None 
     """Write ``text`` through a flushed temporary file beside ``path`` and ``os.replace``; no
     temporary file survives, whatever happens. ``mode``: permissions of the new file (the
     temporary file is private, 0600, otherwise). Keys read by this process are redacted
-    (``rubricgym.secret_refs.redact``)."""
+    (``rubricgym.secret_refs.redact``). Content cannot make it fail: a character UTF-8 cannot
+    encode (a lone surrogate) is written as its backslash escape (in JSON text, the same
+    character)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         if mode is not None:
             os.chmod(tmp, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(redact(text))
             fh.flush()
             os.fsync(fh.fileno())

@@ -7,12 +7,14 @@ default so that operator conditions never meet a missing key (CEL raises on thos
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, model_validator
+from pydantic_core import PydanticSerializationError
 
 from rubricgym.jsonl import JsonLinesError, iter_json_lines
 from rubricgym.secret_refs import redact
@@ -191,11 +193,22 @@ class Trajectory(BaseModel):
         return len(self.transitions)
 
     def to_json_line(self) -> str:
-        return self.model_dump_json()
+        """One JSON line. Content cannot make it fail: text that UTF-8 cannot encode (a lone
+        surrogate that got past the boundaries) is written as a JSON escape instead."""
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError:
+            return json.dumps(self.model_dump(mode="json"), separators=(",", ":"))
 
     @classmethod
     def from_json_line(cls, line: str) -> Trajectory:
-        return cls.model_validate_json(line)
+        """The trajectory of one JSON line (``to_json_line``'s escapes of unencodable text included)."""
+        try:
+            return cls.model_validate_json(line)
+        except ValidationError as exc:
+            if not any(e["type"] == "json_invalid" for e in exc.errors()):
+                raise
+            return cls.model_validate(json.loads(line))  # a lone surrogate's escape: Python's reader takes it
 
 
 def save_jsonl(path: str | Path, trajectories: Iterable[Trajectory], append: bool = False) -> None:

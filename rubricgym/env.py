@@ -10,6 +10,7 @@ import gymnasium as gym
 from rubricgym.adapter import Adapter, EngineFailure, EngineState, EngineStep, PolicyFailure
 from rubricgym.contract import Outcome, ParsedAction, Trajectory, Transition
 from rubricgym.parsing import parse_response
+from rubricgym.untrusted import clean_text
 from rubricgym.spaces import UnicodeText
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,9 @@ class RubricEnv(gym.Env[str, str]):
             raise ValueError(f"{self.adapter.benchmark}: unknown task_id {task_id!r}")
         engine_seed = seed if seed is not None else int(self.np_random.integers(2**31 - 1))
         start = self.adapter.reset(task_id, engine_seed)
+        cleaned = {"observation": clean_text(start.observation), "instruction": clean_text(start.instruction)}
+        if any(cleaned[k] is not getattr(start, k) for k in cleaned):  # the engine's text is untrusted too
+            start = start.model_copy(update=cleaned)
         self._state = start
         self._seen_entities = set(start.entities)
         self._last_action = None
@@ -91,6 +95,7 @@ class RubricEnv(gym.Env[str, str]):
             raise gym.error.ResetNeeded("call reset() before step()")
         if self._done:
             raise gym.error.ResetNeeded("episode is over; call reset()")
+        action = clean_text(action) if isinstance(action, str) else action  # untrusted: it must stay writable
         parsed = parse_response(action, self.adapter.grammar)
         prev = self._state
         failure: str | None = None  # an environment failure: not the policy's doing
@@ -109,6 +114,8 @@ class RubricEnv(gym.Env[str, str]):
         else:
             result = self.adapter.invalid_step(parsed, prev)
 
+        if clean_text(result.observation) is not result.observation:  # the engine's text, as untrusted as the agent's
+            result = result.model_copy(update={"observation": clean_text(result.observation)})
         step_index = len(self.trajectory.transitions)
         if step_index + 1 >= self.max_steps and not result.terminated:
             result = result.model_copy(update={"truncated": True})

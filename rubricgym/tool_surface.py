@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rubricgym.benchmark import NO_TOOL_SURFACE, load_ref
 from rubricgym.parsing import ExpertAction, TagGrammar
 from rubricgym.registration import env_ids, get_spec, is_client_env_id
+from rubricgym.untrusted import clean_json
 
 __all__ = ["ACT_TOOL", "NoToolSurface", "RESERVED_TOOL_NAMES", "ToolSpec", "response_from_tool_calls", "tool_surface"]
 
@@ -136,7 +137,7 @@ def response_from_tool_calls(tools: Sequence[ToolSpec], calls: Sequence[tuple[st
     for name, raw in calls:
         tool = by_name.get(name)
         try:
-            arguments = json.loads(raw) if raw.strip() else {}
+            arguments = clean_json(json.loads(raw)) if raw.strip() else {}  # "\ud800" escapes decode to surrogates
         except ValueError:
             arguments = None
         if tool is None or not isinstance(arguments, dict):  # the call as JSON: the env scores what it can't run

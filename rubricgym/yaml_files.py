@@ -1,4 +1,4 @@
-"""Reading YAML files (run configs, operator libraries, rubrics): one reader with bounds.
+r"""Reading YAML files (run configs, operator libraries, rubrics): one reader with bounds.
 
 ``yaml.safe_load`` builds no objects, but it recurses: a file nested a few thousand levels
 deep ends in ``RecursionError``, and a special file (``/dev/zero``) is read forever. It also

@@ -112,8 +112,9 @@ def append_run_line(path: Path, line: str) -> None:
     """Append one line to ``path`` (keys read by this process redacted); a link at ``path``
     is an error (``O_NOFOLLOW``), never followed. The line goes out in one ``write`` (a
     buffered file would split a long line into several), so a process killed while appending
-    leaves at most a partial last line, which ``drop_partial_line`` removes."""
-    data = memoryview((redact(line) + "\n").encode("utf-8"))
+    leaves at most a partial last line, which ``drop_partial_line`` removes. Content cannot
+    make it fail: a character UTF-8 cannot encode is written as its backslash escape."""
+    data = memoryview((redact(line) + "\n").encode("utf-8", errors="backslashreplace"))
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         while data:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rubricgym.judges.config import JudgeSettings, ResponseFormat
 from rubricgym.models import load_causal_lm
 from rubricgym.secret_refs import redact
+from rubricgym.untrusted import clean_text
 
 __all__ = ["ChatBackend", "ChatReply", "ChatRequest", "JudgeTransportError", "OpenAIChatBackend", "TransformersChatBackend", "classify_transport_error", "retryable_transport_error"]
 
@@ -224,13 +225,13 @@ class OpenAIChatBackend:
         choice = resp.choices[0]
         usage = getattr(resp, "usage", None)
         calls = (getattr(choice.message, "tool_calls", None) or []) if choice.message is not None else []
-        return ChatReply(
-            text=(choice.message.content or "") if choice.message is not None else "",
+        return ChatReply(  # the endpoint's text is untrusted: normalized before anything reads or writes it
+            text=clean_text((choice.message.content or "") if choice.message is not None else ""),
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             finish_reason=choice.finish_reason,
-            tool_calls=[ToolCall(name=str(getattr(c.function, "name", "") or ""),
-                                 arguments=str(getattr(c.function, "arguments", "") or ""))
+            tool_calls=[ToolCall(name=clean_text(str(getattr(c.function, "name", "") or "")),
+                                 arguments=clean_text(str(getattr(c.function, "arguments", "") or "")))
                         for c in calls if getattr(c, "function", None) is not None],
         )
 

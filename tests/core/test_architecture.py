@@ -32,7 +32,8 @@ FOLDERS = {"rubricgym": "rubricgym", "adapters": "rubricgym.adapters", "trainers
 # a module and its submodules.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("utilities", ("rubricgym.jsonl", "rubricgym.json_worker", "rubricgym.yaml_files", "rubricgym.atomic_files", "rubricgym.servers", "rubricgym.secret_refs",
-                   "rubricgym.bounded_http", "rubricgym.process_state", "rubricgym.spaces", "rubricgym.models")),
+                   "rubricgym.bounded_http", "rubricgym.process_state", "rubricgym.spaces", "rubricgym.models",
+                   "rubricgym.untrusted")),
     ("credit", ("rubricgym.credit",)),
     ("contract", ("rubricgym.contract", "rubricgym.parsing")),
     ("adapter, records", ("rubricgym.adapter", "rubricgym.records", "rubricgym.prompts", "rubricgym.tokens",

@@ -9,7 +9,7 @@ import pytest
 
 PUBLIC = [
     "rubricgym", "rubricgym.jsonl", "rubricgym.contract", "rubricgym.parsing", "rubricgym.records",
-    "rubricgym.rewards", "rubricgym.credit.grpo", "rubricgym.credit.trca", "rubricgym.estimators.group", "rubricgym.judges.structured",
+    "rubricgym.rewards", "rubricgym.credit.grpo", "rubricgym.credit.trca", "rubricgym.estimators.group", "rubricgym.judges.structured", "rubricgym.untrusted",
     "rubricgym.credit.placement", "rubricgym.prompts", "rubricgym.vector", "rubricgym.env_factories", "rubricgym.yaml_files",
     "rubricgym.trainers.statistics",
 ]
