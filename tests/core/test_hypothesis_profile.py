@@ -15,8 +15,8 @@ def _profile(ci: str | None) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "HYPOTHESIS_PROFILE")}
     if ci is not None:
         env["CI"] = ci
-    code = ("import sys; sys.path.insert(0, %r); import conftest; from hypothesis import settings; "
-            "print(settings.default.derandomize)") % str(TESTS)
+    code = (f"import sys; sys.path.insert(0, {str(TESTS)!r}); import conftest; from hypothesis import settings; "
+            "print(settings.default.derandomize)")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
                           check=True, cwd=TESTS)
     return done.stdout.strip().splitlines()[-1]
