@@ -28,10 +28,12 @@ import rubricgym.remote.openenv_core  # noqa: F401  (first: OpenEnv loads withou
 from openenv.core import Environment, State, create_app
 from openenv.core.env_server.types import EnvironmentMetadata, WSErrorResponse
 from pydantic import ValidationError
+from starlette.responses import JSONResponse
 
 from rubricgym.remote.wire import (
-    PROTOCOL, ResetArgs, RubricAction, RubricObservation, WireMeta, check_handshake, schema_digest,
+    PROTOCOL, HandshakeRefused, ResetArgs, RubricAction, RubricObservation, WireMeta, check_handshake, schema_digest,
 )
+from rubricgym.remote.connections import bounded_http_protocol
 from rubricgym.remote.sessions import SessionPool, WorkerDied
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,11 @@ WORKER_DIED = "EngineFailure: env worker died"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
+
+
+class ResetRefused(ValueError):
+    """A reset whose arguments the server or the env refuses (an unexpected field, an unknown
+    task id): the client's mistake, answered with a 4xx (HTTP) or an error frame (WebSocket)."""
 
 
 class Served:
@@ -71,7 +78,7 @@ class SessionEnv(Environment[RubricAction, RubricObservation, State]):
         try:
             args = ResetArgs(seed=seed, episode_id=episode_id, **kwargs)
         except ValidationError as exc:  # anything else is refused, by name
-            raise ValueError("reset refused: " + "; ".join(
+            raise ResetRefused("reset refused: " + "; ".join(
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
         if args.handshake is not None:
             check_handshake(args.handshake, self.served.env_id)
@@ -82,6 +89,8 @@ class SessionEnv(Environment[RubricAction, RubricObservation, State]):
                                                             {"seed": args.seed, "task_id": args.task_id})
         except WorkerDied as exc:
             raise RuntimeError(f"{WORKER_DIED}: {exc}; reset again") from None
+        if "refused" in answer:
+            raise ResetRefused(f"reset refused: {answer['refused']}")
         if "error" in answer:
             raise RuntimeError(str(answer["error"]))
         self._state = State(episode_id=args.episode_id or str(uuid.uuid4()), step_count=0)
@@ -146,14 +155,25 @@ def _error_frame(message: str) -> str:
     return WSErrorResponse(data={"message": message, "code": "VALIDATION_ERROR"}).model_dump_json()
 
 
+def _is_reset(text: str) -> bool:
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(message, dict) and message.get("type") == "reset"
+
+
 class WireGuard:
     """ASGI guard in front of OpenEnv's app: refuses the stateless ``POST /step``, answers an
-    oversized or binary WebSocket message with an error frame (the session goes on), and
-    closes a session idle for ``idle_timeout_s`` (OpenEnv's reaper never reaps one that holds
-    a WebSocket)."""
+    oversized or binary WebSocket message with an error frame (the session goes on), closes a
+    session idle for ``idle_timeout_s`` (OpenEnv's reaper never reaps one that holds a
+    WebSocket), and closes a session that has not sent its first reset within
+    ``reset_timeout_s`` (a connection that holds a session slot without playing would lock
+    other clients out for the whole idle time-out)."""
 
-    def __init__(self, app: Any, idle_timeout_s: float, max_message_bytes: int):
+    def __init__(self, app: Any, idle_timeout_s: float, max_message_bytes: int, reset_timeout_s: float = 30.0):
         self.app, self.idle_timeout_s, self.max_message_bytes = app, idle_timeout_s, max_message_bytes
+        self.reset_timeout_s = reset_timeout_s
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
                        send: Callable[[Message], Awaitable[None]]) -> None:
@@ -167,19 +187,22 @@ class WireGuard:
             await self.app(scope, receive, send)
             return
         connected = False
+        playing = False  # a reset has been sent: the session is in use
 
         async def guarded() -> Message:
-            nonlocal connected
+            nonlocal connected, playing
             while True:
                 if not connected:
                     message = await receive()
                     connected = message.get("type") == "websocket.connect" or connected
                     return message
+                limit = self.idle_timeout_s if playing else min(self.idle_timeout_s, self.reset_timeout_s)
                 try:
-                    message = await asyncio.wait_for(receive(), self.idle_timeout_s)
+                    message = await asyncio.wait_for(receive(), limit)
                 except TimeoutError:
-                    await send({"type": "websocket.send",
-                                "text": _error_frame(f"session idle for {self.idle_timeout_s:g} s: closed")})
+                    why = (f"session idle for {limit:g} s" if playing
+                           else f"no reset within {limit:g} s of connecting")
+                    await send({"type": "websocket.send", "text": _error_frame(f"{why}: closed")})
                     await send({"type": "websocket.close", "code": 1001, "reason": "idle session timed out"})
                     return {"type": "websocket.disconnect", "code": 1001}
                 if message.get("type") != "websocket.receive":
@@ -193,6 +216,7 @@ class WireGuard:
                         f"message of {len(text.encode('utf-8'))} bytes is over this server's limit of "
                         f"{self.max_message_bytes} bytes")})
                     continue
+                playing = playing or _is_reset(text)
                 return message
 
         await self.app(scope, guarded, send)
@@ -201,7 +225,7 @@ class WireGuard:
 def build_app(env_id: str, max_sessions: int, workers: int, reward: Any = "default",
               env_kwargs: dict[str, Any] | None = None, max_steps: int | None = None,
               idle_timeout_s: float = 600.0, step_timeout_s: float = 120.0,
-              max_message_bytes: int = 4 << 20) -> tuple[WireGuard, SessionPool]:
+              max_message_bytes: int = 4 << 20, reset_timeout_s: float = 30.0) -> tuple[WireGuard, SessionPool]:
     """OpenEnv's app serving ``env_id`` (behind ``WireGuard``) and its session pool. An env
     option that turns a sandbox off (``sandbox: false``) is refused: a served env runs what
     remote clients send."""
@@ -213,7 +237,13 @@ def build_app(env_id: str, max_sessions: int, workers: int, reward: Any = "defau
     served = Served(env_id, pool)
     app = create_app(functools.partial(SessionEnv, served), RubricAction, RubricObservation,
                      env_name=env_id, max_concurrent_envs=max_sessions)
-    return WireGuard(app, idle_timeout_s, max_message_bytes), pool
+
+    async def refused(_request: Any, exc: Exception) -> JSONResponse:  # the client's mistake: 422, no traceback
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+
+    app.add_exception_handler(ResetRefused, refused)
+    app.add_exception_handler(HandshakeRefused, refused)
+    return WireGuard(app, idle_timeout_s, max_message_bytes, reset_timeout_s), pool
 
 
 def _loopback(host: str) -> bool:
@@ -235,7 +265,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, default=None, help="step budget per episode (default: the spec's)")
     parser.add_argument("--idle-timeout-s", type=float, default=600.0, help="close a session idle this long")
     parser.add_argument("--step-timeout-s", type=float, default=120.0, help="an engine call past this ends its episode")
-    parser.add_argument("--max-message-bytes", type=int, default=4 << 20, help="larger messages get an error reply")
+    parser.add_argument("--max-message-bytes", type=int, default=4 << 20,
+                        help="larger messages get an error reply (the session goes on); over 4x this the WebSocket "
+                        "layer itself closes the connection (code 1009)")
+    parser.add_argument("--reset-timeout-s", type=float, default=30.0,
+                        help="close a session that sends no reset within this long of connecting")
+    parser.add_argument("--request-timeout-s", type=float, default=10.0,
+                        help="close a connection that has not begun a request this long after connecting")
+    parser.add_argument("--max-connections", type=int, default=None,
+                        help="open connections at once, sessions and plain HTTP together; past it a new one gets "
+                        "HTTP 503 and is closed (default: 4 x max-sessions + 16)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -250,7 +289,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         app, pool = build_app(args.env_id, args.max_sessions, workers, reward=args.reward, env_kwargs=env_kwargs,
                               max_steps=args.max_steps, idle_timeout_s=args.idle_timeout_s,
-                              step_timeout_s=args.step_timeout_s, max_message_bytes=args.max_message_bytes)
+                              step_timeout_s=args.step_timeout_s, max_message_bytes=args.max_message_bytes,
+                              reset_timeout_s=args.reset_timeout_s)
     except (LookupError, ValueError) as exc:
         print(f"rubricgym serve-env: {exc}", file=sys.stderr)
         return 2
@@ -264,8 +304,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"rubricgym serve-env: serving {args.env_id} at http://{args.host}:{port} (ws /ws), {exposure}; "
           f"no auth built in: put it behind your own proxy; up to {args.max_sessions} sessions over "
           f"{pool.size} worker process(es)", flush=True)
+    max_connections = args.max_connections or 4 * args.max_sessions + 16
     config = uvicorn.Config(app, log_level="warning", ws_max_size=4 * args.max_message_bytes,
-                            ws_ping_interval=20.0, ws_ping_timeout=20.0, timeout_graceful_shutdown=5)
+                            ws_ping_interval=20.0, ws_ping_timeout=20.0, timeout_graceful_shutdown=5,
+                            limit_concurrency=max_connections, timeout_keep_alive=5,
+                            http=bounded_http_protocol(max_connections, args.request_timeout_s))
     try:
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C / SIGINT: a normal stop

@@ -69,6 +69,11 @@ class SessionHost:
         item = req.get("item", {})
         try:
             return json.dumps(self._reset(item) if op == "reset" else self._step(item))
+        except ValueError as exc:  # the env refused the reset's arguments (an unknown task id): the client's
+            if op != "reset":
+                log.exception("env step failed in a session worker")
+                return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+            return json.dumps({"refused": str(exc)})
         except Exception as exc:  # an engine error is this session's, never the worker's end
             log.exception("env %s failed in a session worker", op)
             return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
