@@ -36,6 +36,21 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+@pytest.fixture(autouse=True)
+def _own_redaction_set():
+    """Each test starts with an empty redaction set and the process's own is restored after.
+    The set is process-wide by design (a key read once is hidden from then on), so without this
+    a key one test reads (``sk-rubricgym-...``) hides text in a later test on the same worker."""
+    from rubricgym import secret_refs
+
+    saved = secret_refs._forms, secret_refs._pieces, secret_refs._values
+    secret_refs._forms, secret_refs._pieces, secret_refs._values = (), (), set()
+    try:
+        yield
+    finally:
+        secret_refs._forms, secret_refs._pieces, secret_refs._values = saved
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     # marked as each test is collected, before any pytest_collection_modifyitems (xdist's, which
     # turns the marks into groups, runs ahead of a conftest's modifyitems hook in its workers)

@@ -11,7 +11,9 @@ import pytest
 from rubricgym.models import SMOLLM2_ALIASES, SMOLLM2_NAME
 from rubricgym.trainers.config import load_config
 
-CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+ALL_CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+CHOICE_STUDIES = [p for p in ALL_CONFIGS if p.name.startswith("study_choice_")]  # no LLM: their own schema
+CONFIGS = [p for p in ALL_CONFIGS if p not in CHOICE_STUDIES]
 STATED = re.compile(r"^# Model: (\S+)", re.MULTILINE)
 
 
@@ -31,6 +33,14 @@ def test_the_config_names_the_model_it_loads(path):
     assert _loads(config.model.name) == stated.group(1), path.name
     if "paper" not in path.name:
         assert "paper scale" not in header.lower() or "not paper scale" in header.lower(), path.name
+
+
+@pytest.mark.parametrize("path", CHOICE_STUDIES, ids=[p.name for p in CHOICE_STUDIES])
+def test_a_choice_study_config_says_it_loads_no_model_and_loads(path):
+    from rubricgym.trainers.study.choice import load_choice_study
+
+    assert STATED.search(path.read_text(encoding="utf-8")).group(1) == "none", path.name
+    assert load_choice_study(path).seeds, path.name
 
 
 def test_the_paper_config_has_the_papers_values():

@@ -269,7 +269,8 @@ def test_every_registered_name_is_listed_where_estimators_are_listed():
 
     import argparse
 
-    from rubricgym.trainers import cli, study
+    from rubricgym.trainers import cli
+    from rubricgym.trainers.study import cli as study
 
     docs = (Path(__file__).resolve().parents[2] / "docs" / "trainer.md").read_text(encoding="utf-8")
     description = AlgorithmSettings.model_fields["advantage"].description or ""
