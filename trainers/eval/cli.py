@@ -26,7 +26,7 @@ from rubricgym.secret_refs import refuse_inline_secrets
 from rubricgym.tool_surface import tool_surface
 from rubricgym.trainers.eval.judge import EvalJudge
 from rubricgym.trainers.eval.policies import PolicySpec, intact_checkpoint
-from rubricgym.trainers.eval.runner import run_eval
+from rubricgym.trainers.eval.runner import UnusableResults, run_eval
 from rubricgym.trainers.eval.settings import EPISODES_FILE, SUMMARY_FILE, EvalSettings
 from rubricgym.trainers.eval.summary import compare_runs
 
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     progress = EvalProgress(settings)
     try:
         summary = run_eval(settings, progress)
-    except FileExistsError as exc:
+    except (FileExistsError, UnusableResults) as exc:  # an output folder that cannot be (re)used: what and where
         print(f"rubricgym eval: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -12,17 +12,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rubricgym.jsonl import iter_json_lines
+from rubricgym.jsonl import JsonLinesError, iter_json_lines
 from rubricgym.trainers.eval.judge import JUDGE_FILE, judge_episodes
 from rubricgym.trainers.eval.settings import EPISODES_FILE, SUMMARY_FILE, EvalSettings
 from rubricgym.trainers.eval.summary import summarize
 from rubricgym.trainers.eval.workers import play_jobs
 
 
+class UnusableResults(ValueError):
+    """The output folder's files cannot be resumed from; the message says which line and why."""
+
+
 def done_pairs(path: Path) -> set[tuple[str, int]]:
+    """The (task, sample) pairs ``path`` already holds. A line that is not a record is
+    ``UnusableResults`` naming the file and line (files are untrusted input)."""
     if not path.is_file():
         return set()
-    return {(str(r["task_id"]), int(r["sample"])) for _, r in iter_json_lines(path, what="an episode record")}
+    pairs = set()
+    try:
+        for number, record in iter_json_lines(path, what="an episode record"):
+            task, sample = record.get("task_id"), record.get("sample")
+            if not isinstance(task, str) or not isinstance(sample, int) or isinstance(sample, bool):
+                raise UnusableResults(f"{path}:{number}: not an episode record: no task_id and sample")
+            pairs.add((task, sample))
+    except JsonLinesError as exc:
+        raise UnusableResults(str(exc)) from None
+    return pairs
 
 
 def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
@@ -32,7 +47,10 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
 
     out = Path(settings.out)
     if out.exists():
-        refuse_links_outside(out)
+        try:
+            refuse_links_outside(out)
+        except ValueError as exc:
+            raise UnusableResults(str(exc)) from None
     out.mkdir(parents=True, exist_ok=True)
     episodes = out / EPISODES_FILE
     if episodes.exists() and not settings.resume:
