@@ -14,7 +14,10 @@ imported only when used, so a missing optional dependency fails with the extra t
 
 from __future__ import annotations
 
+import glob
 import importlib
+import importlib.util
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +28,8 @@ from rubricgym.contract import Facts
 from rubricgym.parsing import ExpertAction
 from rubricgym.rewards import RewardContext
 
-__all__ = ["NO_TOOL_SURFACE", "BenchmarkSpec", "CommandSpec", "EnvIdSpec", "ExpertPlayer", "Ref", "load_ref"]
+__all__ = ["NO_TOOL_SURFACE", "BenchmarkSpec", "CommandSpec", "EnvIdSpec", "ExpertPlayer", "Ref", "Resource",
+           "load_ref"]
 
 Ref = str
 """``"package.module:attribute"``: imported on first use, never at registration."""
@@ -57,6 +61,69 @@ class EnvIdSpec:
     eval_id: str | None = None
 
 
+def _module_folder(name: str) -> Path | None:
+    """The folder (or file) an importable module lives at, found without importing it (a
+    dotted name imports its parent packages); None when it is not importable."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a missing parent package; a module set to None in sys.modules
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(spec.origin) if spec.origin else None
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Something a benchmark's engine needs at run time and loads lazily (a model package and
+    its data, a venv, a data folder): ``gym.make`` checks it before the adapter is built, so a
+    missing piece fails there, naming what is missing and ``fix``, instead of mid-episode.
+
+    Every check is cheap: ``modules`` are found (``importlib.util.find_spec``), never imported;
+    ``files`` are glob patterns that must each match an existing path: a ``Path`` is a path on
+    disk (``~`` and ``$VARS`` expanded), a string ``"module:pattern"`` is a pattern inside that
+    module's folder (a model package's data); ``check`` references a function of the env's
+    adapter options (the env id's kwargs with the caller's) returning what is wrong (with the
+    value) or None, for what depends on the options; its module must import only light things.
+    """
+
+    name: str
+    fix: str
+    modules: tuple[str, ...] = ()
+    files: tuple[str | Path, ...] = ()
+    check: Ref | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.fix:
+            raise ValueError("a Resource needs a name (what it is) and a fix (how to get it)")
+        for pattern in self.files:
+            if isinstance(pattern, str) and ":" not in pattern:
+                raise ValueError(f"resource {self.name!r}: file {pattern!r} must be a Path, or 'module:pattern' "
+                                 "for a pattern inside a module's folder")
+        if self.check is not None and ":" not in self.check:
+            raise ValueError(f"resource {self.name!r}: check must be 'package.module:function'")
+
+    def problem(self, options: Mapping[str, Any]) -> str | None:
+        """What is missing (with the value looked for), or None when everything is there."""
+        for module in self.modules:
+            if _module_folder(module) is None:
+                return f"module {module!r} is not importable"
+        for pattern in self.files:
+            if isinstance(pattern, Path):
+                where = os.path.expandvars(os.path.expanduser(str(pattern)))
+            else:
+                module, _, inside = pattern.partition(":")
+                folder = _module_folder(module)
+                if folder is None:
+                    return f"module {module!r} is not importable"
+                where = str(folder / inside)
+            if not glob.glob(where):
+                return f"{where} does not exist"
+        return load_ref(self.check)(options) if self.check else None
+
+
 @dataclass(frozen=True)
 class CommandSpec:
     """A ``rubricgym <name>`` subcommand a benchmark contributes (module with
@@ -81,7 +148,9 @@ class BenchmarkSpec:
     benchmark (no engine yet) leaves ``adapter`` empty and registers no env ids.
     ``tool_surface`` references a function of the env's construction options returning its
     tools (``rubricgym.tool_surface.ToolSpec``); unset, the benchmark gets one ``act(command)``
-    tool; ``"none"`` says its actions are not tool calls.
+    tool; ``"none"`` says its actions are not tool calls. ``requires`` are the modules its
+    adapter imports (a missing one names the extra to install); ``resources`` what its engine
+    loads later (``Resource``): ``gym.make`` checks both before building the adapter.
     """
 
     name: str
@@ -106,6 +175,7 @@ class BenchmarkSpec:
     engine reward (``return``), or the papers' binary success (``success``). They are the same
     where the engine pays 1 for a success and 0 otherwise; a benchmark with partial scores says
     which it trains on (docs/design.md, "Outcome")."""
+    resources: tuple[Resource, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():

@@ -2,7 +2,11 @@
 
 Benchmarks are discovered through the ``rubricgym.benchmarks`` entry-point group (the
 built-in ones use it too), so an installed third-party package adds a benchmark and its
-env ids with no change to rubricgym. Adapter modules are imported only when an env is made.
+env ids with no change to rubricgym. Adapter modules are imported only when an env is made,
+after the spec's ``requires`` and ``resources`` are checked. A spec registered in code
+(``register_benchmark``, e.g. in a notebook) is this process's only: a spawned process gets it
+with ``registered_in_process`` here and ``register_benchmarks`` there (``rubricgym eval``'s
+workers do).
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import logging
+import sys
 import warnings
+from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
@@ -25,10 +31,10 @@ from rubricgym.process_state import preserved_process_state
 from rubricgym.secret_refs import refuse_inline_secrets
 
 __all__ = [
-    "BENCHMARKS", "ENTRY_POINT_GROUP", "BenchmarkNotInstalled", "UnknownBenchmark", "check_env_id", "discover",
-    "env_ids", "make", "nearest_env_ids",
+    "BENCHMARKS", "ENTRY_POINT_GROUP", "BenchmarkNotInstalled", "MissingResource", "UnknownBenchmark",
+    "check_env_id", "check_resources", "discover", "env_ids", "make", "nearest_env_ids",
     "get_spec", "judge_rubric_file", "make_rubric_env", "operator_library", "register_benchmark",
-    "register_client_env_id", "task_ids",
+    "register_benchmarks", "register_client_env_id", "registered_in_process", "task_ids",
 ]
 
 log = logging.getLogger(__name__)
@@ -38,6 +44,7 @@ ENTRY_POINT_GROUP = "rubricgym.benchmarks"
 BENCHMARKS: dict[str, BenchmarkSpec] = {}
 _ENV_IDS: dict[str, str] = {}  # env id -> benchmark name
 _CLIENT_ENV_IDS: set[str] = set()  # env ids that play a benchmark elsewhere (a served env's client)
+_IN_PROCESS: dict[str, BenchmarkSpec] = {}  # registered in code, not through an installed entry point
 _discovered = False
 
 
@@ -45,12 +52,66 @@ class BenchmarkNotInstalled(ImportError):
     """An env id was made whose benchmark's optional dependencies are missing."""
 
 
+class MissingResource(BenchmarkNotInstalled):
+    """A resource the benchmark's spec declares (``BenchmarkSpec.resources``: a model package's
+    data, a venv, a data file) is missing; the message names it, the value and the fix."""
+
+
 class UnknownBenchmark(LookupError):
     """No registered benchmark has that name (or env id)."""
 
 
 def register_benchmark(spec: BenchmarkSpec) -> None:
-    """Add a benchmark and register its env ids with gymnasium (idempotent per name)."""
+    """Add a benchmark and register its env ids with gymnasium (idempotent per name). Called in
+    code (a notebook, a launcher) it is this process's registration: ``registered_in_process``
+    hands it to spawned processes."""
+    _add_benchmark(spec)
+    _IN_PROCESS[spec.name] = spec
+
+
+def register_benchmarks(specs: Iterable[BenchmarkSpec]) -> None:
+    """``register_benchmark`` for each spec (a spawned process's initializer, with what
+    ``registered_in_process`` gave in the parent)."""
+    for spec in specs:
+        register_benchmark(spec)
+
+
+def registered_in_process(*names: str) -> tuple[BenchmarkSpec, ...]:
+    """The specs this process registered in code (not discovered through an installed entry
+    point): all of them, or those of the named benchmarks or env ids (others are left out). A
+    spawned process discovers only installed plugins; it re-registers these with
+    ``register_benchmarks``. They travel by reference: their classes and ``module:attribute``
+    references are imported there by module path (nothing is pickled as code), so a spec
+    naming something a spawned process cannot import (a class defined in a notebook cell, a
+    function's local class) is refused here, with the fix."""
+    wanted = {_ENV_IDS.get(n, n) for n in names}
+    specs = tuple(spec for name, spec in _IN_PROCESS.items() if not names or name in wanted)
+    for spec in specs:
+        problem = _not_importable_elsewhere(spec)
+        if problem:
+            raise ValueError(f"benchmark {spec.name!r} was registered in this process, but {problem}, which a "
+                             "spawned worker process cannot import: define its models and code in a module on "
+                             "sys.path (a .py file next to the notebook, e.g. mybench.py), import them from there, "
+                             "and register the spec again (docs/adapters.md, 'In-process registration')")
+    return specs
+
+
+def _not_importable_elsewhere(spec: BenchmarkSpec) -> str | None:
+    main = sys.modules.get("__main__")
+    main_is_importable = bool(getattr(main, "__file__", None))  # a script: spawn re-imports it; a notebook's is not
+    for what, obj in (("its facts model", spec.facts_model), ("its binding model", spec.binding_model)):
+        if "<locals>" in obj.__qualname__:
+            return f"{what} {obj.__qualname__} is defined inside a function"
+        if obj.__module__ == "__main__" and not main_is_importable:
+            return f"{what} {obj.__qualname__} is defined in __main__ (an interactive session)"
+    refs = [spec.binder, spec.adapter, spec.expert, spec.tool_surface, *(r.check for r in spec.resources)]
+    for ref in refs:
+        if ref and ref.partition(":")[0] == "__main__" and not main_is_importable:
+            return f"the reference {ref!r} points into __main__ (an interactive session)"
+    return None
+
+
+def _add_benchmark(spec: BenchmarkSpec) -> None:
     old = BENCHMARKS.get(spec.name)
     if old is not None and model_ref(old.facts_model) != model_ref(spec.facts_model):
         raise ValueError(f"benchmark {spec.name!r} is registered twice, with different facts models")
@@ -83,7 +144,7 @@ def discover() -> dict[str, BenchmarkSpec]:
             spec = ep.load()
             if not isinstance(spec, BenchmarkSpec):
                 raise TypeError(f"{ep.value} is a {type(spec).__name__}, not a BenchmarkSpec")
-            register_benchmark(spec)
+            _add_benchmark(spec)
         except Exception as exc:  # a third-party plugin's bug is not ours to raise
             warnings.warn(f"rubricgym: benchmark plugin {ep.name!r} ({ep.value}) not loaded: {exc}",
                           RuntimeWarning, stacklevel=2)
@@ -237,11 +298,24 @@ def check_installed(spec: BenchmarkSpec) -> None:
         raise BenchmarkNotInstalled(f"{spec.name} needs {', '.join(missing)}: {spec.install_hint}")
 
 
-def load_adapter_class(benchmark: str) -> type:
+def check_resources(spec: BenchmarkSpec, options: Mapping[str, Any]) -> None:
+    """``MissingResource`` for the first resource of the spec that is missing for an env built
+    with these adapter ``options``: what it is, what was looked for, the fix."""
+    for resource in spec.resources:
+        problem = resource.problem(options)
+        if problem:
+            raise MissingResource(f"{spec.name} needs {resource.name}, which is missing: {problem}. "
+                                  f"Fix: {resource.fix}")
+
+
+def load_adapter_class(benchmark: str, options: Mapping[str, Any] | None = None) -> type:
+    """The adapter class, once the spec's modules and resources (for these adapter options)
+    are there: a missing one fails here, never mid-episode."""
     spec = get_spec(benchmark)
     if not spec.adapter:
         raise BenchmarkNotInstalled(f"{spec.name} has a task binder but no engine adapter")
     check_installed(spec)
+    check_resources(spec, options or {})
     return load_ref(spec.adapter)
 
 
@@ -259,7 +333,7 @@ def make_rubric_env(
     # kwargs) and by run folders: refused here, by name and by shape, without echoing it
     refuse_inline_secrets(adapter_kwargs, f"{spec.name} env options")
     with preserved_process_state():  # an engine's import-time side effects stay out of the caller's process
-        adapter = load_adapter_class(spec.name)(**adapter_kwargs)
+        adapter = load_adapter_class(spec.name, adapter_kwargs)(**adapter_kwargs)
     env: gym.Env[str, str] = RubricEnv(adapter, max_steps=max_steps or spec.max_steps, render_mode=render_mode)
     try:
         return attach_reward(env, reward, spec.reward_context())

