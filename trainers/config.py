@@ -223,8 +223,22 @@ class RunSettings(_Section, ParallelSettings):
     evaluate_after: bool = Field(True, description="evaluate on the held-out tasks before and after training "
                                  "(see the evaluation section)")
     tensorboard: bool = True
+    report_to: list[str] | None = Field(None, description="where metrics go besides metrics.jsonl, TRL's names: "
+                                        "tensorboard, wandb, mlflow, all or none (unset: tensorboard when "
+                                        "run.tensorboard); see docs/trainer.md, 'Run loggers'")
     progress: bool = True
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: the usable CPUs, at most 2)")
+
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _known_loggers(cls, value: Any) -> Any:
+        from rubricgym.trainers.run_loggers import check_report_to  # stdlib only: the libraries load on use
+
+        return value if value is None else check_report_to(value)
+
+    def loggers(self) -> list[str]:
+        """The loggers this run reports to: ``report_to``, else TensorBoard when ``tensorboard``."""
+        return list(self.report_to) if self.report_to is not None else ["tensorboard"] if self.tensorboard else []
 
 
 ALGORITHM_SETTING_NAMES = {"gamma": "algorithm.gamma", "lam": "algorithm.trca_lambda", "outcome": "algorithm.outcome",

@@ -41,6 +41,7 @@ from rubricgym.trainers.generation_server import OpenAIServerGenerator
 from rubricgym.trainers.rollout import Rollout, RolloutTimings, available_tasks, make_env_factory
 from rubricgym.trainers.run_files import (append_run_line, cut_metrics, load_run_config, read_metrics_lines,
                                           refuse_links_outside, write_run_file)
+from rubricgym.trainers.run_loggers import RunLoggers
 from rubricgym.trainers.parallel.base import ParallelStrategy
 from rubricgym.trainers.parallel.choose import choose_strategy
 from rubricgym.trainers.parallel.ranks import Ranks
@@ -148,7 +149,8 @@ class Trainer:
         self.iteration = 0  # completed iterations
         self.data_position = 0  # tasks drawn so far
         self.warmup_done = False  # the warm start runs once per run, never again on resume
-        self._tb: Any = None
+        self._loggers = RunLoggers(config.run.loggers(), self.run_dir, self.run_dir.name,
+                                   config.model_dump(mode="json"), asked=config.run.report_to is not None)
         if resume:
             self._resume()
         if self.ranks.is_main:
@@ -534,23 +536,7 @@ class Trainer:
         if not self.ranks.is_main:  # rank 0 writes the run files (metrics are already global)
             return
         append_run_line(self.run_dir / METRICS_FILE, json.dumps(metrics, sort_keys=True))
-        if self.config.run.tensorboard:
-            if self._tb is None:
-                try:
-                    from torch.utils.tensorboard import SummaryWriter  # optional: tensorboard
-
-                    self._tb = SummaryWriter(str(self.run_dir / "tensorboard"))
-                except ImportError:
-                    log.warning("tensorboard is not installed; metrics go to %s only", METRICS_FILE)
-                    self.config.run.tensorboard = False
-                    return
-            warm = metrics.get("phase") == "warmup"
-            prefix = f"warmup/{metrics.get('eval', '')}{'_' if 'eval' in metrics else ''}" if warm else ""
-            step = metrics.get("warmup_step", 0) if warm else metrics["iteration"]
-            for key, value in metrics.items():
-                if key not in ("iteration", "warmup_step") and isinstance(value, (int, float)):
-                    self._tb.add_scalar(prefix + key, value, step)
-            self._tb.flush()
+        self._loggers.log(metrics)  # run.report_to: TensorBoard, W&B, MLflow, the same names in each
 
     def read_metrics(self, phase: str | None = "rl") -> list[dict[str, Any]]:
         """Lines of one phase ("rl": the iterations; "warmup"), or all of them (None)."""
@@ -632,8 +618,7 @@ class Trainer:
         self.collector.close()
         if "held_out" in self.__dict__:  # built on first use
             self.held_out.close()
-        if self._tb is not None:
-            self._tb.close()
+        self._loggers.close()
         self.parallel.close()
         self.ranks.close()
 
