@@ -1,16 +1,23 @@
 """A benchmark as a user writes it in a notebook, without packaging it: its facts, binding,
-adapter, binder and an agent live in a plain module on ``sys.path`` (this file); the spec is
-built and registered in the test itself (``tests/eval/test_eval_in_process.py``). Importing
-this module registers nothing: a worker process knows the benchmark only if it is handed over."""
+adapter, binder, spec, an env factory and an agent live in a plain module on ``sys.path``
+(this file); the test registers the spec, as the notebook's cell would
+(``tests/eval/test_eval_in_process.py``). Importing this module registers nothing: a worker
+process knows the benchmark only if it is handed over, or if the factory registers it."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
+import gymnasium as gym
+
+from rubricgym import register_benchmark
 from rubricgym.adapter import Adapter, EngineReset, EngineStep, TaskBinding
+from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec
 from rubricgym.contract import Facts, Outcome, ParsedAction
 
 NAME = "NotebookCounter"
+ENV_ID = f"{NAME}-Rubric-v0"
 
 
 class NotebookFacts(Facts):
@@ -64,3 +71,16 @@ class NotebookAdapter(Adapter):
 def count_up(messages):
     """The agent (``--callable notebook_bench:count_up``): always ``inc``."""
     return "<think>up</think><action>inc</action>"
+
+
+SPEC = BenchmarkSpec(name=NAME, facts_model=NotebookFacts, binding_model=NotebookBinding,
+                     binder="notebook_bench:bind_task", adapter="notebook_bench:NotebookAdapter",
+                     env_ids=(EnvIdSpec(ENV_ID, {"tasks": 2}),), max_steps=4,
+                     operator_library=Path(__file__).with_name("notebook_library.yaml"))
+
+
+def make_env(max_steps: int | None = None, **kwargs: Any) -> gym.Env:
+    """The env factory ``train`` uses (``register_env_factory``): it registers the spec itself,
+    since a spawned env worker starts without it (idempotent where it is registered)."""
+    register_benchmark(SPEC)
+    return gym.make(ENV_ID, max_steps=max_steps, **kwargs)

@@ -1,37 +1,26 @@
 """In-process registration reaches ``rubricgym eval``'s worker processes: a benchmark (spec,
 adapter, operator library) registered in code, as in a notebook, without packaging it, plays
 in two spawned workers, which discover only installed plugins and get the spec from the
-parent (by module path, re-registered there)."""
+parent (by module path, re-registered there); ``train`` plays it through a registered env
+factory in two spawned env workers."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from notebook_bench import NAME, NotebookBinding, NotebookFacts
+from notebook_bench import ENV_ID, NAME, SPEC, make_env
 
 import rubricgym
-from rubricgym.benchmark import BenchmarkSpec, EnvIdSpec
 from rubricgym.cli import main
 from rubricgym.registration import registered_in_process
 from rubricgym.trainers.eval import EPISODES_FILE, SUMMARY_FILE
 
-HERE = Path(__file__).resolve().parent
-ENV_ID = f"{NAME}-Rubric-v0"
-
-
-def notebook_spec() -> BenchmarkSpec:
-    return BenchmarkSpec(name=NAME, facts_model=NotebookFacts, binding_model=NotebookBinding,
-                         binder="notebook_bench:bind_task", adapter="notebook_bench:NotebookAdapter",
-                         env_ids=(EnvIdSpec(ENV_ID, {"tasks": 2}),), max_steps=4,
-                         operator_library=HERE / "notebook_library.yaml")
-
 
 def test_eval_with_two_workers_plays_a_benchmark_registered_in_process(tmp_path):
-    rubricgym.register_benchmark(notebook_spec())  # the notebook's cell: no entry point, no package
+    rubricgym.register_benchmark(SPEC)  # the notebook's cell: no entry point, no package
     assert registered_in_process(ENV_ID)[0].name == NAME
     out = tmp_path / "eval"
     assert main(["eval", "--env", ENV_ID, "--n", "2", "--samples", "2", "--policy", "callable", "--callable",
@@ -68,6 +57,25 @@ def test_a_spec_a_worker_cannot_import_is_refused_with_the_fix():
     assert "CellFacts is defined in __main__" in run.stdout and "mybench.py" in run.stdout, run.stdout
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _no_stray_registration():
-    yield  # the spec stays registered in this test process (idempotent per name), as a notebook's would
+@pytest.mark.slow  # a tiny model's iteration; two spawned env workers import the env
+def test_train_plays_it_through_a_registered_factory_in_spawned_env_workers(tmp_path):
+    from rubricgym.trainers.config import load_config
+    from rubricgym.trainers.env_workers import WorkerEnvSlots
+    from rubricgym.trainers.trainer import Trainer
+
+    rubricgym.register_env_factory("notebook-counter", make_env)  # the notebook's cell
+    config = load_config(None, [
+        "model.name=tiny", "model.device=cpu", "env.factory=notebook-counter", "env.max_steps=2",
+        "env.workers=2", "env.worker_backend=process", "algorithm.advantage=grpo", "algorithm.group_size=2",
+        "algorithm.tasks_per_iteration=2", "generation.max_new_tokens=8", "run.iterations=1", "run.progress=false",
+        "run.evaluate_after=false", "run.tensorboard=false", "warmup.enabled=false",
+        f"run.output_dir={tmp_path}", "run.name=nb"])
+    trainer = Trainer(config)
+    try:
+        assert isinstance(trainer.collector.slots, WorkerEnvSlots)
+        metrics = trainer.train_iteration()
+    finally:
+        trainer.close()
+    assert metrics["rollout_errors"] == 0 and metrics["episode_steps"] >= 1, metrics
+    lines = (tmp_path / "nb" / "trajectories" / "iter-000001.jsonl").read_text().splitlines()
+    assert {json.loads(line)["task_id"] for line in lines} == {"reach-1", "reach-2"}  # both tasks played
