@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sys
 
 import gymnasium as gym
@@ -68,19 +69,19 @@ def test_a_missing_appworld_venv_fails_at_make(monkeypatch, tmp_path):
 
 
 def test_a_missing_searchqa_corpus_fails_at_make(tmp_path):
+    """SearchQA builds its bm25s index from the corpus when the env is made: no resource needed."""
     needs("bm25s", "httpx", "tenacity")
     corpus = tmp_path / "corpus.jsonl"
-    with pytest.raises(MissingResource) as err:
+    with pytest.raises(FileNotFoundError, match=re.escape(str(corpus))):
         gym.make("SearchQA-Rubric-v0", corpus=str(corpus))
-    assert f"corpus={corpus} is not a file" in str(err.value) and "bundled" in str(err.value), err.value
 
 
 def test_alfworld_data_without_games_fails_at_make(monkeypatch, tmp_path):
+    """ALFWorld's adapter finds its games when the env is made (before alfworld is imported)."""
     needs("alfworld", "textworld")
     monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path))
-    with pytest.raises(MissingResource) as err:
+    with pytest.raises(FileNotFoundError, match="holds no ALFWorld games"):
         gym.make("ALFWorld-Rubric-v0")
-    assert f"$ALFWORLD_DATA={tmp_path} holds no ALFWorld games" in str(err.value), err.value
 
 
 def test_resource_checks_find_files_and_modules(tmp_path):
