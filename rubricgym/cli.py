@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from importlib import metadata
 
-from rubricgym.registration import discover
+from rubricgym.registration import BenchmarkNotInstalled, discover
 from rubricgym.secret_refs import install_log_redaction
 
 # Each subcommand lives in the module that owns its feature; this file only routes (modules are
@@ -25,6 +26,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve-env": ("rubricgym.remote.server", "serve an env over OpenEnv's protocol (WebSocket; loopback by default)"),
     "serve-llm": ("rubricgym.llm_server", "serve the packaged SmolLM2 on 127.0.0.1 (OpenAI-compatible, llama.cpp)"),
 }
+
+
+def version() -> str:
+    """The installed distribution's version, as pip reports it."""
+    try:
+        return metadata.version("rubricgym")
+    except metadata.PackageNotFoundError:  # a source tree on sys.path, never installed
+        return "(not installed: pip install -e .)"
 
 
 def all_commands() -> dict[str, tuple[str, str]]:
@@ -44,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in commands.items():
         sub.add_parser(name, help=help_text, add_help=False)
+    parser.add_argument("--version", action="store_true", help="print rubricgym's version and exit")
+    if argv and argv[0] == "--version":
+        print(f"rubricgym {version()}")
+        return 0
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
         parser.print_help()
         return 0 if not argv or argv[0] in ("-h", "--help") else 2
@@ -57,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cmd_parser = argparse.ArgumentParser(prog=f"rubricgym {name}", description=help_text)
     module.add_arguments(cmd_parser)
-    return int(module.run(cmd_parser.parse_args(rest)) or 0)
+    args = cmd_parser.parse_args(rest)
+    try:
+        return int(module.run(args) or 0)
+    except (BenchmarkNotInstalled, FileNotFoundError) as exc:  # a benchmark's missing data or module: the fix, no traceback
+        print(f"rubricgym {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

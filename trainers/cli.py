@@ -7,16 +7,21 @@ rewards, the bundled ALFWorld games, a few CPU-sized iterations (a GPU is used w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from rubricgym.estimators import estimator_names
+from rubricgym.registration import BenchmarkNotInstalled
 from rubricgym.secret_refs import install_log_redaction, redact
+from rubricgym.trainers.config import TrainConfig, dump_config, load_config
+from rubricgym.trainers.preflight import SetupError, check_endpoint, check_env, check_model_name, validation_message
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-dir", help="= --set run.output_dir=DIR")
     parser.add_argument("--stop-after", type=int, help="stop after N iterations of this invocation (resumable)")
     parser.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    parser.add_argument("--dry-run", action="store_true", help="check the config, the env (id, modules, data), the "
+                        "model name and any server it names, then exit: no model is loaded, nothing is written")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -96,39 +103,105 @@ def format_summary(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def load_train_config(args: argparse.Namespace, overrides: list[str]) -> TrainConfig:
+    """The run's config (a file and overrides, or a resumed run's own); anything wrong is a
+    ``SetupError``: the setting, the value, the fix (pydantic's own text and links never shown)."""
+    if args.resume:
+        if args.config:
+            raise SetupError("--resume uses the run's own config", f"--config {args.config}", "drop --config")
+        if not Path(args.resume).is_dir():
+            raise SetupError(f"--resume {args.resume}: no such run folder", None,
+                             "name a folder rubricgym train wrote (it prints it: 'Run directory: ...')")
+        # lazy CLI: the checkpoint reader loads torch; only a resumed run needs it here
+        from rubricgym.trainers.checkpoint import CheckpointError
+        from rubricgym.trainers.run_files import load_run_config
+        from rubricgym.trainers.trainer import CONFIG_FILE
+
+        try:
+            return _validated(lambda: load_run_config(Path(args.resume), CONFIG_FILE, overrides))
+        except CheckpointError as exc:
+            raise SetupError(f"cannot resume: {redact(str(exc))}", None, None) from None
+    return _validated(lambda: load_config(args.config, overrides))
+
+
+def _validated(load: Callable[[], TrainConfig]) -> TrainConfig:
+    try:
+        return load()
+    except ValidationError as exc:
+        raise SetupError(f"bad configuration: {redact(validation_message(exc))}", None,
+                         "rubricgym train --print-config shows every setting and its default") from None
+    except (ValueError, OSError) as exc:
+        raise SetupError(f"bad configuration: {redact(str(exc))}", None, None) from None
+
+
+def preflight(config: TrainConfig, dry_run: bool) -> list[str]:
+    """Before any run folder or model: the env is made once (its id, modules and data); with
+    ``--dry-run`` also the model name, the generation server and the judge's endpoint."""
+    env = config.env
+    if env.factory:
+        lines = [f"env factory {env.factory}: registered (made when the run starts)"]
+    elif env.url:
+        check_endpoint(env.url, "env.url")
+        lines = [f"env {env.id} served at {env.url}: a server answers"]
+    else:
+        lines = [f"env {env.id}: {check_env(env.id, env.kwargs)}'s modules and data present"]
+    if not dry_run:
+        return lines
+    check_model_name(config.model.name, "model.name")
+    lines.append(f"model {config.model.name}: found (not loaded)")
+    if config.generation.backend == "openai" and config.generation.server_url:
+        check_endpoint(config.generation.server_url, "generation.server_url")
+        lines.append(f"generation server {config.generation.server_url}: a server answers")
+    judge_url = config.judge.options.get("base_url")
+    if judge_url:
+        check_endpoint(str(judge_url), "judge.options.base_url")
+        lines.append(f"judge {judge_url}: a server answers")
+    if config.judge.config and not Path(config.judge.config).is_file():
+        raise SetupError("judge.config names no file", config.judge.config, "name the judge's YAML settings file")
+    return lines
+
+
+def _new_entries(folder: Path, before: set[str]) -> None:
+    """Remove the empty folders a failed start created under ``folder`` (nothing left behind)."""
+    for entry in folder.iterdir() if folder.is_dir() else ():
+        if entry.name not in before and entry.is_dir():
+            with contextlib.suppress(OSError):  # not empty (something was written), or another rank's
+                entry.rmdir()
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("RUBRICGYM_LOG", "WARNING"))
     install_log_redaction()  # keys this process reads never reach the log
+    overrides = _overrides(args)
+    try:
+        config = load_train_config(args, overrides)
+        if args.print_config:
+            print(dump_config(config), end="")
+            return 0
+        lines = preflight(config, args.dry_run)
+    except (SetupError, BenchmarkNotInstalled, LookupError) as exc:
+        print(f"rubricgym train: {redact(str(exc))}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        for line in lines:
+            print(f"rubricgym train --dry-run: {line}")
+        print(f"rubricgym train --dry-run: ready ({config.run.iterations} iterations -> {config.run.output_dir}); "
+              "nothing was loaded or written")
+        return 0
+    return train(args, config, overrides)
+
+
+def train(args: argparse.Namespace, config: TrainConfig, overrides: list[str]) -> int:
+    """Build the trainer and run it: its start line, the summary, or why it stopped."""
     # lazy CLI: torch and the trainer load only when a run starts (`rubricgym train --help` stays fast)
     from torch.distributed import DistError
 
     from rubricgym.trainers.checkpoint import CheckpointError
-    from rubricgym.trainers.config import dump_config, load_config
     from rubricgym.trainers.parallel.ranks import RankFailure
-    from rubricgym.trainers.run_files import load_run_config
-    from rubricgym.trainers.trainer import CONFIG_FILE, Trainer
+    from rubricgym.trainers.trainer import Trainer
 
-    overrides = _overrides(args)
-    try:
-        if args.resume:
-            if args.config:
-                print("rubricgym train: --resume uses the run's own config; drop --config", file=sys.stderr)
-                return 2
-            if not Path(args.resume).is_dir():
-                print(f"rubricgym train: --resume {args.resume}: no such run folder", file=sys.stderr)
-                return 2
-            config = load_run_config(Path(args.resume), CONFIG_FILE, overrides)
-        else:
-            config = load_config(args.config, overrides)
-    except CheckpointError as exc:
-        print(f"rubricgym train: cannot resume: {redact(str(exc))}", file=sys.stderr)
-        return 2
-    except (ValidationError, ValueError, OSError) as exc:
-        print(f"rubricgym train: bad configuration: {redact(str(exc))}", file=sys.stderr)
-        return 2
-    if args.print_config:
-        print(dump_config(config), end="")
-        return 0
+    output = Path(config.run.output_dir)
+    before = {p.name for p in output.iterdir()} if output.is_dir() else set()
     try:
         if args.resume:
             trainer = Trainer.from_run_dir(args.resume, overrides)
@@ -138,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"rubricgym train: cannot resume: {redact(str(exc))}", file=sys.stderr)
         return 2
     except (FileNotFoundError, LookupError, RuntimeError, ValueError, ImportError, NotImplementedError) as exc:
+        if not args.resume:
+            _new_entries(output, before)
         print(f"rubricgym train: cannot start: {redact(str(exc))}", file=sys.stderr)
         return 2
     if args.resume and trainer.iteration >= config.run.iterations:  # nothing left: say so, train nothing

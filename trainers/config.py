@@ -7,6 +7,7 @@ TRCA rewards on the bundled ALFWorld games, a few CPU-sized iterations.
 from __future__ import annotations
 
 import difflib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -336,21 +337,59 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     return TrainConfig.model_validate(data)
 
 
-def unknown_settings(model: type[BaseModel], data: dict[str, Any], prefix: str = "") -> list[str]:
+def unknown_settings(model: type[BaseModel], data: dict[str, Any], prefix: str = "",
+                     root: type[BaseModel] | None = None) -> list[str]:
     """Every key of ``data`` that ``model`` does not define, each with the nearest valid keys
-    (pydantic would only say "extra inputs are not permitted")."""
+    across all sections (``lr`` -> ``algorithm.lr``; pydantic would only say "extra inputs are
+    not permitted")."""
+    root = root or model
     out = []
     for key, value in data.items():
         field = model.model_fields.get(key)
         if field is None:
             valid = sorted(model.model_fields)
-            near = difflib.get_close_matches(str(key), valid, n=3, cutoff=0.5)
-            hint = f"did you mean {', '.join(prefix + n for n in near)}? " if near else ""
+            near = nearest_settings(root, prefix, str(key))
+            hint = f"did you mean {', '.join(near)}? " if near else ""
             where = f"settings of {prefix.rstrip('.')}" if prefix else "sections"
             out.append(f"unknown setting {prefix + str(key)!r}: {hint}valid {where}: {', '.join(valid)}")
-        elif isinstance(value, dict) and isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
-            out += unknown_settings(field.annotation, value, f"{prefix}{key}.")
+        elif isinstance(value, dict) and (section := _section_model(field.annotation)) is not None:
+            out += unknown_settings(section, value, f"{prefix}{key}.", root)
     return out
+
+
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The settings model a field holds (``X`` or ``X | None``), else None."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def setting_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every dotted key ``model`` accepts, sections and their settings."""
+    paths = []
+    for name, field in model.model_fields.items():
+        paths.append(prefix + name)
+        section = _section_model(field.annotation)
+        if section is not None:
+            paths += setting_paths(section, f"{prefix}{name}.")
+    return paths
+
+
+def nearest_settings(root: type[BaseModel], prefix: str, key: str, count: int = 3) -> list[str]:
+    """The dotted keys a mistyped ``prefix + key`` most likely meant: a setting of that exact
+    name in any section first (``lr`` -> ``algorithm.lr``), then close names in its own
+    section, then close names anywhere."""
+    paths = setting_paths(root)
+    exact = [p for p in paths if p.rpartition(".")[2] == key and p != prefix + key]
+    if exact:
+        return exact[:count]
+    here = [p for p in paths if p.rpartition(".")[0] == prefix.rstrip(".")]
+    local = [prefix + n for n in difflib.get_close_matches(key, [p.rpartition(".")[2] for p in here], n=count,
+                                                            cutoff=0.5)]
+    by_name = {p.rpartition(".")[2]: p for p in reversed(paths)}
+    anywhere = [by_name[n] for n in difflib.get_close_matches(key, list(by_name), n=count, cutoff=0.75)]
+    return list(dict.fromkeys(local + anywhere))[:count]
 
 
 def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

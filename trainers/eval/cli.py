@@ -17,11 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from tqdm.auto import tqdm
 
 from rubricgym.credit.draco import DracoVariant
 from rubricgym.judges.config import JudgeSettings
-from rubricgym.registration import check_env_id, task_ids
+from rubricgym.registration import BenchmarkNotInstalled, check_env_id, task_ids
 from rubricgym.secret_refs import refuse_inline_secrets
 from rubricgym.tool_surface import tool_surface
 from rubricgym.trainers.eval.judge import EvalJudge
@@ -29,6 +30,14 @@ from rubricgym.trainers.eval.policies import PolicySpec, intact_checkpoint
 from rubricgym.trainers.eval.runner import UnusableResults, run_eval
 from rubricgym.trainers.eval.settings import EPISODES_FILE, SUMMARY_FILE, EvalSettings
 from rubricgym.trainers.eval.summary import compare_runs
+from rubricgym.trainers.preflight import (
+    SetupError,
+    check_endpoint,
+    check_env,
+    check_model_name,
+    import_callable,
+    validation_message,
+)
 
 
 class EvalProgress:
@@ -92,6 +101,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "each plays several episodes at once, their endpoint calls overlapping)")
     parser.add_argument("--out", default="runs/eval")
     parser.add_argument("--resume", action="store_true", help="continue OUT/episodes.jsonl")
+    parser.add_argument("--dry-run", action="store_true", help="check the env and its data, the settings, the "
+                        "policy (a function imported, an endpoint answering) and the output folder; play nothing")
     parser.add_argument("--price-prompt", type=float, default=0.0, help="USD per 1M prompt tokens")
     parser.add_argument("--price-completion", type=float, default=0.0, help="USD per 1M completion tokens")
     judge = parser.add_argument_group("--judge: DRACO verdicts on the episodes (the K samples of a task are one group)")
@@ -127,6 +138,87 @@ def print_comparison(result: dict[str, Any]) -> None:
           f"only A {result['only_a']}, only B {result['only_b']}; exact McNemar p = {result['mcnemar_p']:.4g}")
 
 
+FLAGS = {"policy.base_url": "--base-url", "policy.callable": "--callable", "policy.local_model": "--local-model",
+         "policy.max_tokens": "--max-tokens", "policy.timeout_s": "--timeout", "price_prompt_per_mtok": "--price-prompt",
+         "price_completion_per_mtok": "--price-completion", "env_kwargs": "--env-kwargs"}
+
+
+def _flag(where: str) -> str:
+    """The command-line option a settings field comes from (what the user typed)."""
+    return FLAGS.get(where) or "--" + where.rpartition(".")[2].replace("_", "-")
+
+
+def _env_kwargs(text: str) -> dict[str, Any]:
+    try:
+        env_kwargs = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SetupError(f"--env-kwargs is not JSON ({exc.msg} at character {exc.pos})", text,
+                         """pass a JSON object, e.g. --env-kwargs '{"data_path": "/data"}'""") from None
+    if not isinstance(env_kwargs, dict):
+        raise SetupError("--env-kwargs must be a JSON object", text, """e.g. --env-kwargs '{"data_path": "/data"}'""")
+    refuse_inline_secrets(env_kwargs, "--env-kwargs")
+    return env_kwargs
+
+
+def eval_settings(args: argparse.Namespace) -> EvalSettings:
+    """The options as settings, every refusal made here, before any folder or worker exists:
+    the env id and its data, the settings' values, the policy (a ``module:function`` is
+    imported and call-checked here, from the current folder)."""
+    env_id = check_env_id(args.env_id)
+    env_kwargs = _env_kwargs(args.env_kwargs)
+    check_env(env_id, env_kwargs)  # its data, before task_ids builds the env
+    if args.tasks:
+        tasks = [t for t in args.tasks.split(",") if t]
+    else:
+        available = list(task_ids(env_id, split=args.split, **env_kwargs))
+        tasks = available[: args.n] if args.n else available
+    try:
+        settings = EvalSettings(
+            env_id=env_id, env_kwargs=env_kwargs, tasks=tasks, samples=args.samples, seed=args.seed,
+            concurrency=args.concurrency, workers=args.workers, max_steps=args.max_steps, out=args.out,
+            resume=args.resume, price_prompt_per_mtok=args.price_prompt,
+            price_completion_per_mtok=args.price_completion,
+            policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
+                              api_key_file=args.api_key_file, callable=args.callable, local_model=args.local_model,
+                              adapter=args.adapter, native_tools=args.native_tools, timeout_s=args.timeout,
+                              temperature=args.temperature, max_tokens=args.max_tokens),
+            judge=eval_judge(args))
+    except ValidationError as exc:
+        raise SetupError(validation_message(exc, _flag), None, "see rubricgym eval --help") from None
+    if settings.policy.native_tools:
+        tool_surface(env_id, **env_kwargs)  # a benchmark without a tool surface is refused here
+    if settings.policy.kind == "callable":
+        import_callable(settings.policy.callable)  # a missing module or function: refused, not N failed episodes
+    return settings
+
+
+def dry_run(settings: EvalSettings) -> list[str]:
+    """What a run would use, each piece checked without loading a model or playing an episode:
+    the endpoints answer, the model is there, the output folder can take the results."""
+    policy = settings.policy
+    lines = [f"env {settings.env_id}: {len(settings.tasks)} task(s) x {settings.samples} sample(s), its data present"]
+    if policy.kind == "endpoint":
+        check_endpoint(str(policy.base_url), "--base-url")
+        lines.append(f"policy endpoint {policy.base_url}: a server answers")
+    elif policy.kind == "local":
+        check_model_name(policy.local_model, "--local-model")
+        lines.append(f"policy local {policy.local_model}: found (not loaded)")
+    elif policy.kind == "adapter":
+        if not Path(str(policy.adapter)).is_dir():
+            raise SetupError("--adapter is not a folder", policy.adapter, "name a rubricgym train run folder")
+        lines.append(f"policy adapter {policy.adapter}: a folder (its checkpoint is verified when the run starts)")
+    else:
+        lines.append(f"policy callable {policy.callable}: imported, takes the chat messages")
+    if settings.judge is not None:
+        check_endpoint(str(settings.judge.settings.base_url), "--judge-base-url")
+        lines.append(f"judge {settings.judge.settings.base_url}: a server answers")
+    episodes = Path(settings.out) / EPISODES_FILE
+    if episodes.exists() and not settings.resume:
+        raise SetupError(f"{episodes} exists", settings.out, "pass --resume to continue it, or another --out")
+    lines.append(f"results: {settings.out} ({'resumed' if episodes.exists() else 'new'})")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     if args.compare:
         try:
@@ -139,33 +231,22 @@ def run(args: argparse.Namespace) -> int:
         print("rubricgym eval: --env and --policy are required (or --compare DIR_A DIR_B)", file=sys.stderr)
         return 2
     try:
-        env_id = check_env_id(args.env_id)
-        env_kwargs = json.loads(args.env_kwargs)
-        if not isinstance(env_kwargs, dict):
-            raise ValueError(f"--env-kwargs must be a JSON object, got {args.env_kwargs!r}")
-        refuse_inline_secrets(env_kwargs, "--env-kwargs")
-        if args.tasks:
-            tasks = [t for t in args.tasks.split(",") if t]
-        else:
-            available = list(task_ids(env_id, split=args.split, **env_kwargs))
-            tasks = available[: args.n] if args.n else available
-        settings = EvalSettings(
-            env_id=env_id, env_kwargs=env_kwargs, tasks=tasks, samples=args.samples, seed=args.seed, concurrency=args.concurrency, workers=args.workers,
-            max_steps=args.max_steps, out=args.out, resume=args.resume, price_prompt_per_mtok=args.price_prompt,
-            price_completion_per_mtok=args.price_completion,
-            policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
-                              api_key_file=args.api_key_file, callable=args.callable, local_model=args.local_model,
-                              adapter=args.adapter, native_tools=args.native_tools, timeout_s=args.timeout,
-                              temperature=args.temperature, max_tokens=args.max_tokens),
-            judge=eval_judge(args))
-        if settings.policy.native_tools:
-            tool_surface(env_id, **env_kwargs)  # a benchmark without a tool surface is refused here
+        settings = eval_settings(args)
+        if args.dry_run:
+            for line in dry_run(settings):
+                print(f"rubricgym eval --dry-run: {line}")
+            print("rubricgym eval --dry-run: ready; nothing was played or written")
+            return 0
         if settings.policy.kind == "adapter":
             intact_checkpoint(Path(str(settings.policy.adapter)))  # refused here, not in every worker
-    except (ValueError, LookupError) as exc:  # bad settings, an unknown env id (with the nearest ids)
+    except (ValueError, LookupError, BenchmarkNotInstalled) as exc:  # bad settings, an unknown env id, missing data
         print(f"rubricgym eval: {exc}", file=sys.stderr)
         return 2
+    return play(settings)
 
+
+def play(settings: EvalSettings) -> int:
+    """Run the eval with its progress bar; the summary line, or why it stopped."""
     progress = EvalProgress(settings)
     try:
         summary = run_eval(settings, progress)

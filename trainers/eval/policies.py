@@ -12,7 +12,6 @@ that env (``rubricgym.prompts``, chat style); the transcript sent is stored with
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rubricgym.secret_refs import refuse_inline_secrets
 from rubricgym.tool_surface import ToolSpec
+from rubricgym.trainers.preflight import import_callable
 
 
 class PolicySpec(BaseModel):
@@ -79,8 +79,7 @@ def build_policy(spec: PolicySpec, tools: Sequence[ToolSpec] = ()) -> ChatPolicy
     through the judge's chat backends: one implementation of bounded, retried calls. ``tools``
     (``--native-tools``) are offered to the endpoint as its function-calling ``tools=``."""
     if spec.kind == "callable":
-        module_name, _, name = str(spec.callable).partition(":")
-        function = getattr(importlib.import_module(module_name), name)  # the user named it on the command line
+        function = import_callable(spec.callable)  # from the current folder, as the parent checked it
         accepts = inspect.signature(function).parameters
 
         def call_user(messages: list[dict[str, str]], env_id: str, task_id: str) -> Reply:
