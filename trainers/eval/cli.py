@@ -101,6 +101,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "each plays several episodes at once, their endpoint calls overlapping)")
     parser.add_argument("--out", default="runs/eval")
     parser.add_argument("--resume", action="store_true", help="continue OUT/episodes.jsonl")
+    parser.add_argument("--retry-errors", action="store_true", help="with --resume: play again the episodes "
+                        "recorded as policy_error or env_error (their records are dropped)")
     parser.add_argument("--dry-run", action="store_true", help="check the env and its data, the settings, the "
                         "policy (a function imported, an endpoint answering) and the output folder; play nothing")
     parser.add_argument("--price-prompt", type=float, default=0.0, help="USD per 1M prompt tokens")
@@ -176,7 +178,7 @@ def eval_settings(args: argparse.Namespace) -> EvalSettings:
         settings = EvalSettings(
             env_id=env_id, env_kwargs=env_kwargs, tasks=tasks, samples=args.samples, seed=args.seed,
             concurrency=args.concurrency, workers=args.workers, max_steps=args.max_steps, out=args.out,
-            resume=args.resume, price_prompt_per_mtok=args.price_prompt,
+            resume=args.resume, retry_errors=args.retry_errors, price_prompt_per_mtok=args.price_prompt,
             price_completion_per_mtok=args.price_completion,
             policy=PolicySpec(kind=args.policy, base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
                               api_key_file=args.api_key_file, callable=args.callable, local_model=args.local_model,
@@ -249,7 +251,7 @@ def play(settings: EvalSettings) -> int:
     """Run the eval with its progress bar; the summary line, or why it stopped."""
     progress = EvalProgress(settings)
     try:
-        summary = run_eval(settings, progress)
+        summary = run_eval(settings, progress, notice=lambda text: print(f"rubricgym eval: {text}", file=sys.stderr))
     except (FileExistsError, UnusableResults) as exc:  # an output folder that cannot be (re)used: what and where
         print(f"rubricgym eval: {exc}", file=sys.stderr)
         return 2

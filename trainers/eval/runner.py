@@ -1,7 +1,8 @@
 """``run_eval``: one eval from its settings to its output folder.
 
 Every episode is appended to ``OUT/episodes.jsonl`` as it finishes; ``--resume`` skips the (task,
-sample) pairs already there. ``OUT/summary.json`` holds success rates, returns, tokens, cost
+sample) pairs already there (``--retry-errors``: except those that ended as policy_error or
+env_error, whose records are dropped and episodes played again). ``OUT/summary.json`` holds success rates, returns, tokens, cost
 and the rubric's reward by step index (with ``--judge``, the judge's lines are ``OUT/judge.jsonl``).
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from rubricgym.jsonl import JsonLinesError, iter_json_lines
 from rubricgym.trainers.eval.judge import JUDGE_FILE, judge_episodes
-from rubricgym.trainers.eval.settings import EPISODES_FILE, SUMMARY_FILE, EvalSettings
+from rubricgym.trainers.eval.settings import EPISODES_FILE, ERROR_OUTCOMES, SUMMARY_FILE, EvalSettings
 from rubricgym.trainers.eval.summary import summarize
 from rubricgym.trainers.eval.workers import play_jobs
 
@@ -40,7 +41,42 @@ def done_pairs(path: Path) -> set[tuple[str, int]]:
     return pairs
 
 
-def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
+def errored_lines(path: Path) -> dict[int, str]:
+    """Line number -> outcome of the records ``path`` holds that ended as ``policy_error`` or
+    ``env_error`` (``UnusableResults`` for a line that is not a record)."""
+    if not path.is_file():
+        return {}
+    try:
+        return {number: record["outcome"] for number, record in iter_json_lines(path, what="an episode record")
+                if record.get("outcome") in ERROR_OUTCOMES}
+    except JsonLinesError as exc:
+        raise UnusableResults(str(exc)) from None
+
+
+def _count(errored: dict[int, str]) -> str:
+    return ", ".join(f"{o} {n}" for o in ERROR_OUTCOMES if (n := list(errored.values()).count(o)))
+
+
+def settle_errors(path: Path, retry: bool, write: Callable[[Path, str], None]) -> str | None:
+    """``--resume``: with ``retry`` drop the errored records (their episodes are played again),
+    else keep them; either way what happened, for the user (None when there were none)."""
+    errored = errored_lines(path)
+    if not errored:
+        return None
+    if not retry:
+        return (f"keeping {len(errored)} errored episode(s) ({_count(errored)}) from {path}; "
+                "--retry-errors plays them again")
+    kept = [line for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(keepends=True), 1)
+            if number not in errored]
+    write(path, "".join(kept))
+    return f"playing {len(errored)} errored episode(s) ({_count(errored)}) again; their records were dropped"
+
+
+def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, int], None] | None = None,
+             notice: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Play the (task, sample) pairs ``OUT/episodes.jsonl`` lacks, then write the summary (and
+    the judge's lines); ``notice`` hears about the errored episodes a resumed run keeps or
+    replays."""
     # lazy: run_files loads the trainer's checkpoint code (torch, peft); the spawned workers
     # import this package for their episodes and need none of it
     from rubricgym.trainers.run_files import drop_partial_line, refuse_links_outside, write_run_file
@@ -56,6 +92,10 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
     if episodes.exists() and not settings.resume:
         raise FileExistsError(f"{episodes} exists: pass --resume to continue it, or another --out")
     drop_partial_line(episodes)  # a record cut by a kill: its episode is played again
+    if settings.resume:
+        said = settle_errors(episodes, settings.retry_errors, write_run_file)
+        if said and notice is not None:
+            notice(said)
     done = done_pairs(episodes)
     jobs = [(task, sample, settings.seed + 1000 * sample + i) for i, task in enumerate(settings.tasks)
             for sample in range(settings.samples) if (task, sample) not in done]

@@ -15,6 +15,8 @@ from rubricgym.trainers.eval.policies import PolicySpec
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 Outcome = Literal["success", "failure", "truncated", "policy_error", "env_error"]
+ERROR_OUTCOMES = ("policy_error", "env_error")
+"""The outcomes ``--retry-errors`` plays again: the policy or the env failed, not the agent's play."""
 
 
 class EvalSettings(BaseModel):
@@ -30,6 +32,8 @@ class EvalSettings(BaseModel):
     max_steps: int | None = Field(None, ge=1)
     out: str = "runs/eval"
     resume: bool = False
+    retry_errors: bool = Field(False, description="with resume: play again the episodes recorded as policy_error "
+                               "or env_error (their records are dropped)")
     price_prompt_per_mtok: float = Field(0.0, ge=0)
     price_completion_per_mtok: float = Field(0.0, ge=0)
     policy: PolicySpec
@@ -48,4 +52,6 @@ class EvalSettings(BaseModel):
     def _groups(self) -> EvalSettings:
         if self.judge is not None and self.samples < 2:
             raise ValueError("--judge scores the K samples of a task as one group: it needs --samples 2 or more")
+        if self.retry_errors and not self.resume:
+            raise ValueError("--retry-errors replays the errored episodes of an existing run: add --resume")
         return self
