@@ -13,6 +13,9 @@ public API; plugins import only these (and the ``__all__`` of the modules they n
 >>> env.close()
 """
 
+import importlib
+from typing import Any
+
 from rubricgym.adapter import (
     Adapter,
     EngineFailure,
@@ -57,6 +60,16 @@ from rubricgym.rewards import ComponentScore, RewardComponent, RewardContext, Re
 
 __version__ = "0.1.0"
 
+
+def evaluate(env_id: str, agent: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """``rubricgym eval`` from Python, the agent an object or a function (sync or async):
+    ``evaluate(env_id, agent, tasks=N, samples=K, concurrency=C, out="runs/eval")`` returns the
+    summary and writes OUT/episodes.jsonl and OUT/summary.json. All its options:
+    ``rubricgym.trainers.eval.api.evaluate`` (docs/eval.md). The eval code loads on this first
+    call, so ``import rubricgym`` stays light."""
+    return importlib.import_module("rubricgym.trainers.eval.api").evaluate(env_id, agent, *args, **kwargs)
+
+
 discover()
 register_remote_env()  # rubricgym/Remote-v0: a served env (rubricgym serve-env), played from here
 
@@ -96,6 +109,7 @@ __all__ = [
     "check_env_id",
     "discover",
     "env_factory_names",
+    "evaluate",
     "env_ids",
     "get_spec",
     "load_jsonl",

@@ -30,7 +30,8 @@ class PolicySpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["endpoint", "local", "callable", "adapter"]
+    kind: Literal["endpoint", "local", "callable", "adapter", "agent"] = Field(
+        ..., description="'agent': an object in this process (rubricgym.evaluate; callable holds its name)")
     base_url: str | None = None
     model: str = "gpt-4o-mini"
     api_key_env: str = "OPENAI_API_KEY"
@@ -78,6 +79,9 @@ def build_policy(spec: PolicySpec, tools: Sequence[ToolSpec] = ()) -> ChatPolicy
     """The policy as a function of (messages, env id, task id). Endpoint and local models go
     through the judge's chat backends: one implementation of bounded, retried calls. ``tools``
     (``--native-tools``) are offered to the endpoint as its function-calling ``tools=``."""
+    if spec.kind == "agent":
+        raise ValueError("an in-process agent is played by rubricgym.evaluate in its own process: it has no "
+                         "module:function a worker could import (use --policy callable)")
     if spec.kind == "callable":
         function = import_callable(spec.callable)  # from the current folder, as the parent checked it
         accepts = inspect.signature(function).parameters

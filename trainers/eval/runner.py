@@ -72,11 +72,16 @@ def settle_errors(path: Path, retry: bool, write: Callable[[Path, str], None]) -
     return f"playing {len(errored)} errored episode(s) ({_count(errored)}) again; their records were dropped"
 
 
-def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, int], None] | None = None,
-             notice: Callable[[str], None] | None = None) -> dict[str, Any]:
+Progress = Callable[[dict[str, Any], int, int], None]
+Player = Callable[[EvalSettings, list[tuple[str, int, int]], Path, Progress | None], None]
+
+
+def run_eval(settings: EvalSettings, progress: Progress | None = None, notice: Callable[[str], None] | None = None,
+             play: Player = play_jobs) -> dict[str, Any]:
     """Play the (task, sample) pairs ``OUT/episodes.jsonl`` lacks, then write the summary (and
     the judge's lines); ``notice`` hears about the errored episodes a resumed run keeps or
-    replays."""
+    replays. ``play`` appends each job's record: the worker processes by default,
+    ``rubricgym.evaluate``'s in-process loop for an agent object."""
     # lazy: run_files loads the trainer's checkpoint code (torch, peft); the spawned workers
     # import this package for their episodes and need none of it
     from rubricgym.trainers.run_files import drop_partial_line, refuse_links_outside, write_run_file
@@ -100,7 +105,7 @@ def run_eval(settings: EvalSettings, progress: Callable[[dict[str, Any], int, in
     jobs = [(task, sample, settings.seed + 1000 * sample + i) for i, task in enumerate(settings.tasks)
             for sample in range(settings.samples) if (task, sample) not in done]
     if jobs:
-        play_jobs(settings, jobs, episodes, progress)
+        play(settings, jobs, episodes, progress)
     records = [r for _, r in iter_json_lines(episodes, what="an episode record")] if episodes.exists() else []
     records.sort(key=lambda r: (str(r["task_id"]), int(r["sample"])))  # file order depends on finishing order
     summary = summarize(records, settings)
