@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -176,6 +177,7 @@ def sandbox_cost(tasks: list[dict], rounds: int, reward: str) -> dict:
                 "sandboxed_reset_median_s": statistics.median(sandboxed["resets"]),
                 "plain_reset_median_s": statistics.median(plain["resets"]),
                 "steps": sandboxed["steps"],
+                "load_average_1min": os.getloadavg()[0],  # other jobs on the machine, at the round's end
             })
             print(f"sandbox round {r + 1}: " + ", ".join(f"{k}={v:.4g}" for k, v in results[-1].items()), flush=True)
     finally:
@@ -204,6 +206,7 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=30, help="scenarios per round (one variant each)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--sandbox-cost", action="store_true", help="sandboxed env vs the same env without it")
+    parser.add_argument("--note", help="--sandbox-cost: a note stored with the result (the machine's conditions)")
     args = parser.parse_args()
     tasks = one_variant_per_scenario(args.tasks)
     if args.sandbox_cost:
@@ -212,7 +215,8 @@ def main() -> int:
         if args.json:
             path = Path(args.json)
             merged = json.loads(path.read_text()) if path.exists() else {}
-            merged["sandbox_cost"] = {"reward": args.reward, "tasks": len(tasks), **cost}
+            merged["sandbox_cost"] = {"reward": args.reward, "tasks": len(tasks),
+                                      **({"note": args.note} if args.note else {}), **cost}
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(merged, indent=1))
         return 0

@@ -27,10 +27,19 @@ from rubricgym.adapters.appworld.grammar import CODE_GRAMMAR, code_of
 from rubricgym.adapters.appworld.observe import ObservedEpisode
 from rubricgym.adapters.appworld.paths import OFFICIAL_SPLITS, official_data_root, offline_data_root
 from rubricgym.adapters.appworld.sandbox import check_sandbox
+from rubricgym.adapters.appworld.usage import Census
 from rubricgym.servers import sweep_stale
 
 log = logging.getLogger(__name__)
 BROKEN_SERVER_FACTS = {"execution_failed": True, "exception_type": "BrokenServer"}  # code_failed fires
+# what a sandbox killed for a limit is recorded as (facts of the failed step: code_failed fires)
+LIMIT_FACTS = {
+    "cpu": {"exception_type": "BrokenServer", "resource_limit": "cpu"},
+    "memory": {"exception_type": "SandboxMemoryLimit", "resource_limit": "memory"},
+    "disk": {"exception_type": "OutputsQuota", "resource_limit": "disk"},
+    "leftover": {"exception_type": "LeftWorkRunning"},
+}
+LEFTOVER_GRACE_S = 0.2  # a process or thread the code started may take this long to end after the step
 EXPERIMENT_PREFIX = "rubricgym_"  # AppWorld experiment folders: rubricgym_<pid>_<random>
 IDLE_CPU_S, IDLE_CPU_SHARE = 1.0, 0.2  # CPU a server may use between steps: 1 s + 20% of the wall time
 OFFLINE_SPLITS = {"default": "train", "offline_train": "train", "offline_dev": "dev", "offline_all": None}
@@ -45,6 +54,16 @@ apis.supervisor.complete_task() (with answer=... if the task asks a question).
 Reply with <action>code</action> or a ```python code block."""
 
 
+class ServerBroken(EngineFailure):
+    """The server broke; ``limit`` names what a watchdog or the check after a step killed its
+    sandbox for ("cpu", "memory", "disk", "leftover"), None when nothing did (it died, hung or
+    answered garbage). A step turns it into a ``PolicyFailure`` with ``LIMIT_FACTS[limit]``."""
+
+    def __init__(self, message: str, limit: str | None = None):
+        super().__init__(message)
+        self.limit = limit
+
+
 @dataclass
 class _Episode:
     task_id: str
@@ -53,6 +72,7 @@ class _Episode:
     observed: ObservedEpisode = field(default_factory=ObservedEpisode)
     evaluation: dict[str, Any] | None = None
     failure: str | None = None
+    steps: int = 0
 
 
 class AppWorldAdapter(Adapter):
@@ -63,7 +83,12 @@ class AppWorldAdapter(Adapter):
     initialization and evaluation get ``setup_timeout_s`` (a cold server loads its apps then).
     ``step_cpu_s`` is the CPU budget of one execution (stopped inside the server; a server
     still busy ``cpu_grace_s`` later, in C code, is killed); ``memory_cap_gb`` caps the
-    server's address space (0: no cap). A server left above half its cap is restarted at reset.
+    server's address space (0: no cap) and, sandboxed, everything its sandbox holds in memory
+    (every process's resident set plus its ``/tmp``, whose size it also is), watched while each
+    step runs and checked after it; ``outputs_cap_mb`` is the quota of the outputs folder (0:
+    none). Past either the sandbox is killed and the step is a policy failure. So is a step
+    whose code leaves a process or a thread behind. A server left above half its cap is
+    restarted at reset; sandboxed, each episode starts with an empty ``/tmp`` and outputs folder.
     """
 
     benchmark = "AppWorld"
@@ -85,13 +110,14 @@ class AppWorldAdapter(Adapter):
         cpu_grace_s: float = 2.0,
         memory_cap_gb: float = 4.0,
         sandbox: bool = True,
+        outputs_cap_mb: float = 256.0,
     ):
         if split not in SPLITS:
             raise ValueError(f"AppWorld split must be one of {SPLITS}, got {split!r}")
         if int(step_timeout_s) < 1:
             raise ValueError("step_timeout_s must be >= 1 (AppWorld's limit is whole seconds)")
-        if step_cpu_s < 0 or cpu_grace_s < 0 or memory_cap_gb < 0:
-            raise ValueError("step_cpu_s, cpu_grace_s and memory_cap_gb must be >= 0 (0 disables)")
+        if step_cpu_s < 0 or cpu_grace_s < 0 or memory_cap_gb < 0 or outputs_cap_mb < 0:
+            raise ValueError("step_cpu_s, cpu_grace_s, memory_cap_gb and outputs_cap_mb must be >= 0 (0 disables)")
         if 0 < memory_cap_gb < 1:
             raise ValueError("memory_cap_gb below 1 cannot hold AppWorld's server (about 0.6 GB at rest)")
         self.split = split
@@ -106,6 +132,7 @@ class AppWorldAdapter(Adapter):
         self.step_cpu_s = float(step_cpu_s)
         self.cpu_grace_s = float(cpu_grace_s)
         self.memory_cap_bytes = int(memory_cap_gb * 1024**3) or None
+        self.outputs_cap_bytes = int(outputs_cap_mb * 1024**2) or None
         self._task_meta, self._task_ids = self._load_tasks()
         self.sandboxed = bool(sandbox)
         if self.sandboxed:
@@ -121,7 +148,8 @@ class AppWorldAdapter(Adapter):
         self.outputs.mkdir(parents=True, exist_ok=True)
         self.server = AppWorldServer(self.data_root, start_timeout_s=server_start_timeout_s,
                                      stop_grace_s=stop_grace_s, memory_cap_bytes=self.memory_cap_bytes,
-                                     cpu_s=self.step_cpu_s, outputs=self.outputs if self.sandboxed else None)
+                                     cpu_s=self.step_cpu_s, outputs=self.outputs if self.sandboxed else None,
+                                     outputs_cap_bytes=self.outputs_cap_bytes)
         self.evaluator = (SandboxedEvaluator(self.data_root, self.server.control_socket,
                                              start_timeout_s=server_start_timeout_s,
                                              memory_cap_bytes=self.memory_cap_bytes) if self.sandboxed else None)
@@ -155,14 +183,41 @@ class AppWorldAdapter(Adapter):
         return self._episode.task_id if self._episode is not None else None
 
     # -- server ----------------------------------------------------------------------------
-    def _bloated(self) -> bool:
-        rss = self.server.rss_bytes() if self.memory_cap_bytes else None
-        return rss is not None and rss > self.memory_cap_bytes // 2
+    def _held_bytes(self) -> int | None:
+        """What the server holds in memory: sandboxed, every process of its sandbox and its
+        ``/tmp``; else the server's resident set (None when it is not running)."""
+        census = self.server.census()
+        return census.memory_bytes if census is not None else self.server.rss_bytes()
+
+    def _clean_between_episodes(self) -> str | None:
+        """Sandboxed, at reset: the sandbox of the episode that ended runs nothing and holds
+        nothing into the next. Work still running (a process, or CPU used since the last step
+        beyond the idle allowance: the last step's own check charged what it could see) or a
+        ``/tmp`` that cannot be emptied gets the sandbox replaced before the next episode
+        starts; else ``/tmp`` and the outputs folder are emptied. Returns why it was replaced."""
+        census = self.server.census() if self.sandboxed and self.server.alive() else None
+        if census is None:
+            return None
+        why = None
+        extra = census.extra_pids(self.server.own_pids)
+        if extra:
+            why = f"{len(extra)} processes of the last episode's code were still running"
+        elif self._idle_since is not None:
+            used, idle_s = census.cpu_s - self._idle_since[0], time.monotonic() - self._idle_since[1]
+            if used > IDLE_CPU_S + IDLE_CPU_SHARE * idle_s:
+                why = f"the sandbox used {used:.1f} CPU s in the {idle_s:.1f} s after the last episode's last step"
+        if why is None and not self.server.scrub():
+            why = "its /tmp could not be emptied (a file held open)"
+        if why is not None:
+            log.warning("AppWorld sandbox replaced before task reset: %s", why)
+            self.server.kill()
+        return why
 
     def _ensure_server(self) -> EnvironmentClient:
-        if self._bloated():
+        held = self._held_bytes()
+        if held is not None and self.memory_cap_bytes and held > self.memory_cap_bytes // 2:
             log.warning("AppWorld server pid %s holds %.1f GB (cap %.1f GB); restarting it", self.server.pid,
-                        (self.server.rss_bytes() or 0) / 1024**3, (self.memory_cap_bytes or 0) / 1024**3)
+                        held / 1024**3, self.memory_cap_bytes / 1024**3)
             self.server.kill()
         if self._client is None or not self.server.alive() or not self.server.healthy():
             if self.server.pid is not None:
@@ -176,7 +231,7 @@ class AppWorldAdapter(Adapter):
             self._world_open = False
         return self._client
 
-    def _broken(self, exc: ServerCallError) -> EngineFailure:
+    def _broken(self, exc: ServerCallError) -> ServerBroken:
         """Kill the server (a hung one cannot answer; a dead one is reaped); reset restarts it."""
         if not exc.hung:  # a dropped connection may be the process exiting: give it a moment to be seen
             deadline = time.monotonic() + 0.5
@@ -184,20 +239,22 @@ class AppWorldAdapter(Adapter):
                 time.sleep(0.02)
         died = not self.server.alive()
         code = self.server.returncode
-        killed_for = self.server.killed_for
+        killed_for, detail = self.server.killed_for, self.server.killed_detail
         self.server.kill()
         self._world_open = False
         if killed_for == "cpu":
             what = (f"step exceeded its CPU budget ({self.step_cpu_s:g} s + {self.cpu_grace_s:g} s grace) "
                     "in code that ignored the in-server stop; server killed")
+        elif killed_for in ("memory", "disk", "leftover"):
+            what = f"sandbox killed: {detail}"
         elif died:
             what = f"server process exited (code {code})"
         else:
             what = "server hung" if exc.hung else "server error"
-        message = f"AppWorld {what}: {exc}"
+        message = f"AppWorld {what}" if killed_for in ("memory", "disk", "leftover") else f"AppWorld {what}: {exc}"
         if self._episode is not None:
             self._episode.failure = message
-        return EngineFailure(message)
+        return ServerBroken(message, killed_for)
 
     def _call(self, method: str, timeout_s: float | None = None, **payload: Any) -> Any:
         assert self._client is not None and self._episode is not None
@@ -212,12 +269,14 @@ class AppWorldAdapter(Adapter):
         if task_id not in self._task_ids:
             raise ValueError(f"unknown AppWorld task {task_id!r}")
         self._close_world()
+        replaced = self._clean_between_episodes()
         last_error: ServerCallError | None = None
         for _ in range(2):  # a server that broke since the last episode is restarted once
             client = self._ensure_server()
             try:
-                if self.sandboxed:  # the world's databases, in the apps' process
+                if self.sandboxed:  # the world's databases, in the apps' process; its folder, in the shell's view
                     self._control.call("open", timeout_s=self.setup_timeout_s, task_id=task_id)
+                    self.server.show_task(task_id)
                 task = client.call("initialize", timeout_s=self.setup_timeout_s, task_id=task_id,
                                    experiment_name=self.experiment_name,
                                    timeout_seconds=self.step_timeout_s,
@@ -243,7 +302,8 @@ class AppWorldAdapter(Adapter):
             instruction=instruction,
             state_signature=self._episode.observed.signature(),
             context_key=self._episode.observed.context_key(),
-            info={"supervisor": task["supervisor"], "datetime": task.get("datetime")},
+            info={"supervisor": task["supervisor"], "datetime": task.get("datetime"),
+                  **({"sandbox_replaced": replaced} if replaced else {})},
         )
 
     def step(self, action: ParsedAction) -> EngineStep:
@@ -253,12 +313,15 @@ class AppWorldAdapter(Adapter):
         code = code_of(action.action or "")
         if not self.server.alive():  # down before the action ran: not the policy's doing
             raise self._broken(ServerCallError("the server was not running when the step began"))
-        cpu_now = self._refuse_work_left_running()
-        watch = (self.server.watch_cpu(self.step_cpu_s + self.cpu_grace_s, start_cpu_s=cpu_now) if self.step_cpu_s
-                 else nullcontext())
+        episode.steps += 1
+        before = self.server.census()  # sandboxed: one look at the sandbox before the code runs
+        cpu_now = self._refuse_work_left_running(before)
+        watch = (self.server.watch(self.step_cpu_s + self.cpu_grace_s if self.step_cpu_s else 0.0,
+                                   start_cpu_s=cpu_now)
+                 if self.step_cpu_s or before is not None else nullcontext())
         # the server was up with the world open before this call: whatever breaks it now (the
-        # code aborted or replaced the process, hung it, spent its CPU budget, made AppWorld
-        # raise) was caused by the action's content, so it counts against the policy
+        # code aborted or replaced the process, hung it, spent its CPU budget, filled its memory,
+        # made AppWorld raise) was caused by the action's content, so it counts against the policy
         try:
             with watch:
                 result = self._call("execute_tracked", timeout_s=self.call_timeout_s, code=code)
@@ -266,8 +329,11 @@ class AppWorldAdapter(Adapter):
                 raise self._broken(ServerCallError(f"/execute_tracked sent an unexpected answer: {str(result)[:200]}"))
             if not self.server.alive():  # the apps' process, which the code reached through their APIs
                 raise self._broken(ServerCallError("AppWorld's apps process exited during the step"))
+            after = self._check_after_execution(before) if before is not None else None
         except EngineFailure as exc:
-            raise PolicyFailure(f"the code broke AppWorld's server: {exc}", BROKEN_SERVER_FACTS) from exc
+            limit = exc.limit if isinstance(exc, ServerBroken) else None
+            facts = {**BROKEN_SERVER_FACTS, **LIMIT_FACTS.get(limit or "", {})}
+            raise PolicyFailure(f"the code broke AppWorld's server: {exc}", facts) from exc
         output = result["output"]
         observed = episode.observed
         seen = observed.observe(code, output, result.get("requests") or [], result.get("limit"),
@@ -277,7 +343,10 @@ class AppWorldAdapter(Adapter):
             episode.evaluation = self._evaluate()
             reward = 1.0 if episode.evaluation.get("success") else 0.0
 
-        self._idle_since = (self.server.cpu_seconds() or 0.0, time.monotonic())  # after every call of the step
+        if after is not None:  # sandboxed: the census right after the code ran (the step's other calls: ms)
+            self._idle_since = (after.cpu_s, time.monotonic())
+        else:
+            self._idle_since = (self.server.cpu_seconds() or 0.0, time.monotonic())  # after every call of the step
         observation = output
         if len(observation) > self.max_observation_chars:
             observation = (observation[: self.max_observation_chars]
@@ -294,11 +363,39 @@ class AppWorldAdapter(Adapter):
             error_text=seen.error_text,
         )
 
-    def _refuse_work_left_running(self) -> float | None:
-        """A server busy between steps runs work an earlier step's code left behind (a thread, a
-        process): the policy's doing, so the episode ends as its failure. Returns the server's
-        CPU seconds now (the step's watchdog starts from it)."""
-        cpu_now = self.server.cpu_seconds()
+    def _check_after_execution(self, before: Census) -> Census:
+        """Sandboxed, right after the step's code ran: the sandbox within its memory cap and outputs
+        quota, and no process or thread the code started still there (after ``LEFTOVER_GRACE_S``
+        for them to end). Otherwise the sandbox is killed, and the step is charged (``EngineFailure``
+        with ``limit``; the step makes it a policy failure): leftover work belongs to the step that
+        started it, never to a later step or episode."""
+        server = self.server
+        deadline = time.monotonic() + LEFTOVER_GRACE_S
+        while True:
+            census = server.census()
+            if census is None:
+                raise self._broken(ServerCallError("the sandbox ended during the step"))
+            breach = server.over_limits(census)
+            if breach is not None:
+                server.kill_for(*breach)
+                raise self._broken(ServerCallError(breach[1]))
+            extra = census.extra_pids(server.own_pids)
+            threads = census.threads - before.threads
+            if not extra and not threads:
+                return census
+            if time.monotonic() >= deadline:
+                what = (f"the code left work running after its step: {len(extra)} processes and {len(threads)} "
+                        f"threads it started were still there {LEFTOVER_GRACE_S:g} s after it ({census.describe()})")
+                server.kill_for("leftover", what)
+                raise self._broken(ServerCallError(what))
+            time.sleep(0.02)
+
+    def _refuse_work_left_running(self, census: Census | None = None) -> float | None:
+        """A server busy between steps runs work an earlier step's code left behind (what the
+        check after each step cannot see: work that starts later); the policy's doing, so the
+        episode ends as its failure. Returns the server's CPU seconds now (the step's watchdog
+        starts from it); ``census``: a look taken just before."""
+        cpu_now = census.cpu_s if census is not None else self.server.cpu_seconds()
         if self._idle_since is None or cpu_now is None:
             return cpu_now
         cpu_before, since = self._idle_since
@@ -307,11 +404,13 @@ class AppWorldAdapter(Adapter):
         if used > IDLE_CPU_S + IDLE_CPU_SHARE * idle_s:
             self.server.kill()
             self._world_open = False
-            message = (f"the code left work running after its step: the server used {used:.1f} CPU s in "
-                       f"{idle_s:.1f} s between steps; server killed")
-            if self._episode is not None:
-                self._episode.failure = message
-            raise PolicyFailure(message, BROKEN_SERVER_FACTS)
+            episode = self._episode
+            assert episode is not None  # step() checked it
+            message = (f"the code left work running after its step (step {episode.steps - 2} or earlier of "
+                       f"this episode, counting from 0): the server used {used:.1f} CPU s in {idle_s:.1f} s between "
+                       "steps; server killed")
+            episode.failure = message
+            raise PolicyFailure(message, {**BROKEN_SERVER_FACTS, **LIMIT_FACTS["leftover"]})
         return cpu_now
 
     def _evaluate(self) -> dict[str, Any]:
@@ -378,4 +477,6 @@ class AppWorldAdapter(Adapter):
         if self.evaluator is not None:
             self.evaluator.close()
         shutil.rmtree(self.outputs, ignore_errors=True)
+        if self.server.outputs_trash is not None:
+            self.server.outputs_trash.remove()
 

@@ -5,14 +5,16 @@ AppWorld keeps one world per server process, so each env owns its server. The pr
 lifecycle (parent-death signal, own session, address-space cap ``memory_cap_bytes``,
 SIGTERM then SIGKILL) is ``rubricgym.servers.ServerProcess``; here are AppWorld's own parts:
 the health probe, start retries on a taken port, a registry stopped at exit, a minimal
-child environment, and ``watch_cpu``, which kills a server whose agent code sits in C past
+child environment, and ``watch``, which kills a server whose agent code sits in C past
 its CPU budget (``cpu_s`` is enforced inside the server, where Python code runs).
 
 With ``outputs`` set, the server is only the code shell: it runs inside the sandbox of
 ``sandbox.py``, is reached over a Unix socket, and its worlds call the apps, which live in a
 second process (``apps_server.py``), over another; the two start, restart and stop together.
 The shell's CPU and memory are then those of every process in its sandbox (the code may start
-processes there), and ``pid`` is bubblewrap's, whose end ends them all.
+processes there) plus what its ``/tmp`` holds (``usage.py``), and ``pid`` is bubblewrap's, whose
+end ends them all. ``watch`` then also kills the sandbox once it holds more than the memory
+cap or its outputs folder more than ``outputs_cap_bytes``, while the step runs.
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ import httpx
 
 from rubricgym.adapters.appworld.apps_server import AppsProcess, Sockets
 from rubricgym.adapters.appworld.paths import appworld_python
-from rubricgym.adapters.appworld.sandbox import check_sandbox, server_sandbox
+from rubricgym.adapters.appworld.sandbox import check_sandbox, server_sandbox, write_seccomp_filter
+from rubricgym.adapters.appworld.usage import (
+    MAX_OUTPUT_ENTRIES,
+    Census,
+    Trash,
+    clear_folder,
+    take_census,
+    tmpfs_bytes,
+)
 from rubricgym.servers import HOST, ServerProcess, free_port, process_cpu_seconds, process_tree, tree_cpu_seconds
 
 log = logging.getLogger(__name__)
@@ -39,8 +49,12 @@ SERVE_SCRIPT = Path(__file__).with_name("serve_app.py")
 SHELL_SCRIPTS = (SERVE_SCRIPT, Path(__file__).with_name("apis_client.py"))  # what the shell's sandbox sees
 _LIVE: weakref.WeakSet[AppWorldServer] = weakref.WeakSet()
 DEFAULT_MEMORY_CAP_BYTES = 4 * 1024**3
+DEFAULT_OUTPUTS_CAP_BYTES = 256 * 1024**2
+WATCH_POLL_S = 0.1  # how often a step's watchdog looks at the sandbox
+SCRUBBED_TMP_BYTES = 1024**2  # a /tmp still holding this much after it was emptied is held open: replace the sandbox
 START_ATTEMPTS = 3  # the free port can be taken between probe and bind
-SANDBOX_BASE_URL = "http://appworld"  # the host part of requests over the Unix socket
+SANDBOX_BASE_URL = "http://appworld"
+SECCOMP_FILE = "seccomp.bpf"  # in the socket folders' root, which no sandbox sees  # the host part of requests over the Unix socket
 
 
 class ServerStartError(RuntimeError):
@@ -77,14 +91,20 @@ class AppWorldServer:
 
     def __init__(self, data_root: str | Path, start_timeout_s: float = 120.0, stop_grace_s: float = 10.0,
                  memory_cap_bytes: int | None = DEFAULT_MEMORY_CAP_BYTES, cpu_s: float = 0.0,
-                 outputs: Path | None = None):
+                 outputs: Path | None = None, outputs_cap_bytes: int | None = DEFAULT_OUTPUTS_CAP_BYTES):
         self.data_root = Path(data_root)
         self.outputs = outputs  # set: sandboxed, and the only folder the server may write
+        # what the outputs folder held in earlier episodes, moved out of the sandbox's sight and removed
+        self.outputs_trash = Trash(outputs.with_name(outputs.name + ".trash")) if outputs is not None else None
         self.sockets: Sockets | None = Sockets.create() if outputs is not None else None
         self.apps: AppsProcess | None = None  # sandboxed: the apps' process, started with the shell
         self.memory_cap_bytes = memory_cap_bytes
+        self.outputs_cap_bytes = outputs_cap_bytes
         self.cpu_s = float(cpu_s)
-        self.killed_for: str | None = None  # "cpu" when watch_cpu killed the process
+        self.killed_for: str | None = None  # "cpu", "memory" or "disk" when a watchdog killed the process
+        self.killed_detail = ""  # what the watchdog saw when it killed
+        self.own_pids: frozenset[int] = frozenset()  # sandboxed: bwrap, its init and the server, once started
+        self.server_pid: int | None = None  # sandboxed: the server's process inside the sandbox
         self.start_timeout_s = start_timeout_s
         self.stop_grace_s = stop_grace_s
         self.port: int | None = None
@@ -161,7 +181,9 @@ class AppWorldServer:
                     "--cpu-s", str(self.cpu_s)]
         assert self.sockets is not None
         sandbox = server_sandbox(check_sandbox(), python, SHELL_SCRIPTS, self.data_root, self.outputs,
-                                 self.sockets.root / "shell", self.sockets.root / "apis")
+                                 self.sockets.root / "shell", self.sockets.root / "apis",
+                                 task_view=self.sockets.task_view, tmp_bytes=self.memory_cap_bytes,
+                                 seccomp=write_seccomp_filter(self.sockets.root / SECCOMP_FILE))
         return sandbox.command([str(python), str(SERVE_SCRIPT), "--uds", str(self.socket), "--root",
                                 str(self.data_root), "--cpu-s", str(self.cpu_s), "--apis-uds",
                                 str(self.sockets.path("apis"))])
@@ -173,8 +195,7 @@ class AppWorldServer:
             self.sockets.clear()
         else:  # stopped earlier: new folders
             self.sockets = Sockets.create()
-        self.apps = AppsProcess(check_sandbox(), python, self.data_root, self.sockets, self._child_env(),
-                                self.memory_cap_bytes)
+        self.apps = AppsProcess(check_sandbox(), python, self.data_root, self.sockets, self.memory_cap_bytes)
         self.apps.start()
 
     def _child_env(self) -> dict[str, str]:
@@ -192,25 +213,38 @@ class AppWorldServer:
             if self.alive():
                 return
             python = appworld_python()
+            self._empty_outputs()  # a fresh sandbox starts with an empty outputs folder
             for attempt in range(START_ATTEMPTS):
                 if self.sandboxed:
                     self._start_apps(python)  # both load AppWorld at once: they start side by side
                 else:
                     self.port = free_port()
-                self.killed_for = None
-                self._server = ServerProcess(self._command(python), env=self._child_env(), cwd=self.data_root,
-                                             log_prefix="appworld-server-", memory_cap_bytes=self.memory_cap_bytes,
-                                             new_session=True)
+                self.killed_for, self.killed_detail = None, ""
+                self.own_pids, self.server_pid = frozenset(), None
+                # sandboxed, bwrap is the sandbox's PID 1 (its environment is readable there): it gets none
+                self._server = ServerProcess(self._command(python), env={} if self.sandboxed else self._child_env(),
+                                             cwd=self.data_root, log_prefix="appworld-server-",
+                                             memory_cap_bytes=self.memory_cap_bytes, new_session=True)
                 self._server.start()
                 _LIVE.add(self)
                 if self._server.wait_ready(lambda: self.healthy(timeout_s=1.0), self.start_timeout_s):
                     self.starts += 1
+                    if self.sandboxed:
+                        self._note_own_processes()
                     return
                 tail = self.log_tail() + (f"\n[apps process]\n{self.apps.log_tail()}" if self.apps else "")
                 self._kill()
                 if "address already in use" not in tail.lower():
                     raise ServerStartError(f"AppWorld server did not start (attempt {attempt + 1}):\n{tail}")
             raise ServerStartError("AppWorld server did not start: no free port could be bound")
+
+    def _note_own_processes(self) -> None:
+        """The sandbox's own processes once it serves: bwrap, its init and the server (the
+        deepest); any other process in it later is the code's."""
+        census = take_census(self.pid, None, None) if self.pid is not None else None
+        pids = census.pids if census is not None else ()
+        self.own_pids = frozenset(pids)
+        self.server_pid = pids[-1] if len(pids) > 1 else None
 
     def log_tail(self, chars: int = 3000) -> str:
         return self._server.log_tail(chars) if self._server is not None else ""
@@ -260,11 +294,71 @@ class AppWorldServer:
             return None
         return tree_rss_bytes(pid) if self.sandboxed else process_rss_bytes(pid)
 
-    def watch_cpu(self, limit_s: float, poll_s: float = 0.25, start_cpu_s: float | None = None) -> CpuWatch:
+    def census(self) -> Census | None:
+        """Sandboxed: one look at the sandbox (processes, CPU, memory, /tmp, outputs); None when
+        not sandboxed or stopped."""
+        if not self.sandboxed or self.pid is None:
+            return None
+        stop = self.outputs_cap_bytes + 1 if self.outputs_cap_bytes else None
+        return take_census(self.pid, self.server_pid, self.outputs, stop)
+
+    def over_limits(self, census: Census) -> tuple[str, str] | None:
+        """("memory" | "disk", what) when the census is past the sandbox's memory cap or outputs quota."""
+        gb = 1024**3
+        if self.memory_cap_bytes and census.memory_bytes > self.memory_cap_bytes:
+            return "memory", (f"the sandbox held {census.memory_bytes / gb:.2f} GB, past its memory cap of "
+                              f"{self.memory_cap_bytes / gb:g} GB ({census.describe()})")
+        if self.outputs_cap_bytes and census.outputs_bytes > self.outputs_cap_bytes:
+            return "disk", (f"the outputs folder held {census.outputs_bytes / 1024**2:.0f} MB, past its quota of "
+                            f"{self.outputs_cap_bytes / 1024**2:g} MB ({census.describe()})")
+        if census.outputs_entries > MAX_OUTPUT_ENTRIES:
+            return "disk", f"the outputs folder held more than {MAX_OUTPUT_ENTRIES} entries ({census.describe()})"
+        return None
+
+    def kill_for(self, reason: str, detail: str) -> None:
+        """SIGKILL the sandbox (its namespace, its processes and its /tmp end with bwrap), noting why;
+        the caller's server call then fails and reports it."""
+        self.killed_for, self.killed_detail = reason, detail
+        pid = self.pid
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def scrub(self) -> bool:
+        """Sandboxed, between episodes: empty the sandbox's ``/tmp`` (mount points bubblewrap made
+        there are kept) and the outputs folder, from outside. False when ``/tmp`` could not be
+        read or still holds data (a file the server keeps open): then the sandbox must be replaced."""
+        if not self.sandboxed or self.server_pid is None:
+            return True
+        tmp = f"/proc/{self.server_pid}/root/tmp"
+        if not os.path.isdir(tmp):
+            return False
+        clear_folder(tmp)
+        self._empty_outputs()
+        left = tmpfs_bytes(tmp)
+        return left is not None and left < SCRUBBED_TMP_BYTES
+
+    def _empty_outputs(self) -> None:
+        if self.outputs is not None and self.outputs_trash is not None:
+            try:
+                entries = list(self.outputs.iterdir())
+            except OSError:
+                return
+            self.outputs_trash.take(entries)
+
+    def show_task(self, task_id: str) -> None:
+        """Sandboxed: the only task folder the shell's sandbox shows is ``task_id``'s."""
+        if self.sockets is not None:
+            self.sockets.show_task(self.data_root, task_id)
+
+    def watch(self, limit_s: float, poll_s: float = WATCH_POLL_S, start_cpu_s: float | None = None) -> StepWatch:
         """A watchdog for one call: SIGKILL the server once it used ``limit_s`` more CPU seconds
-        (agent code in C ignores the in-server budget's signal). ``start_cpu_s``: a reading of
+        (agent code in C ignores the in-server budget's signal; 0: no CPU limit) and, sandboxed,
+        once the sandbox is past its memory cap or outputs quota. ``start_cpu_s``: a reading of
         ``cpu_seconds()`` taken just before (saves a second one)."""
-        return CpuWatch(self, limit_s, poll_s, start_cpu_s)
+        return StepWatch(self, limit_s, poll_s, start_cpu_s)
 
     def restart(self) -> None:
         self.kill()
@@ -279,32 +373,39 @@ class AppWorldServer:
             pass
 
 
-class CpuWatch:
-    """Context manager around one server call; see ``AppWorldServer.watch_cpu``."""
+class StepWatch:
+    """Context manager around one server call; see ``AppWorldServer.watch``."""
 
     def __init__(self, server: AppWorldServer, limit_s: float, poll_s: float, start_cpu_s: float | None = None):
         self.server, self.limit_s, self.poll_s, self.start_cpu_s = server, limit_s, poll_s, start_cpu_s
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _watch(self, pid: int, start: float) -> None:
+    def _watch(self, start: float) -> None:
+        server = self.server
         while not self._done.wait(self.poll_s):
-            used = self.server.cpu_seconds()
-            if used is None:
-                return
-            if used - start > self.limit_s:
-                self.server.killed_for = "cpu"
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            if server.sandboxed:
+                census = server.census()
+                if census is None:
+                    return
+                used, breach = census.cpu_s, server.over_limits(census)
+                if breach is not None:
+                    server.kill_for(*breach)
+                    return
+            else:
+                used = server.cpu_seconds()
+                if used is None:
+                    return
+            if self.limit_s > 0 and used - start > self.limit_s:
+                server.kill_for("cpu", f"{used - start:.1f} CPU s in this step")
                 return
 
-    def __enter__(self) -> CpuWatch:
-        pid = self.server.pid
+    def __enter__(self) -> StepWatch:
         start = self.start_cpu_s if self.start_cpu_s is not None else self.server.cpu_seconds()
-        if pid is not None and start is not None and self.limit_s > 0:
-            self._thread = threading.Thread(target=self._watch, args=(pid, start), daemon=True)
+        watching = self.limit_s > 0 or (self.server.sandboxed and (self.server.memory_cap_bytes
+                                                                   or self.server.outputs_cap_bytes))
+        if self.server.pid is not None and start is not None and watching:
+            self._thread = threading.Thread(target=self._watch, args=(start,), daemon=True)
             self._thread.start()
         return self
 

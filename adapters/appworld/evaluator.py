@@ -56,7 +56,7 @@ class SandboxedEvaluator:
                                     self.control_socket.parent)
         process = ServerProcess(sandbox.command([str(python), str(EVALUATE_SCRIPT), "--root", str(self.data_root),
                                                  "--apps-socket", str(self.control_socket)]),
-                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, log_prefix="appworld-evaluator-",
+                                env={}, log_prefix="appworld-evaluator-",  # the sandbox's PID 1: no host variable
                                 memory_cap_bytes=self.memory_cap_bytes, new_session=True, pipes=True)
         process.start()
         self._process, self._buffer = process, b""

@@ -1,22 +1,21 @@
 """The OS boundary around agent code (bubblewrap): what AppWorld's Python-level guard cannot stop
 - ``io.FileIO``, libc's ``open`` through ctypes, a raw ``openat`` syscall, ``fork``, threads,
-sockets, ``/proc`` - reaches no ground truth, key, user file, process, variable or network.
-Every route first proves it works on something the sandbox may see, so a test can fail."""
+sockets, ``/proc`` - reaches no ground truth, key, user file, other task's data, process,
+variable or network. Every route first proves it works on something the sandbox may see, so a
+test can fail."""
 
 from __future__ import annotations
 
 import http.server
 import os
 import threading
-import time
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 from appworld_helpers import process_gone, task
 
-from rubricgym.adapters.appworld.adapter import IDLE_CPU_S, IDLE_CPU_SHARE
-from rubricgym.adapters.appworld.sandbox import BWRAP_ENV, SandboxUnavailable
+from rubricgym.adapters.appworld.sandbox import BWRAP_ENV, SANDBOX_PATH, SandboxUnavailable
 
 pytestmark = pytest.mark.slow
 CANARY = "sk-canary-0123456789abcdef"
@@ -91,6 +90,10 @@ def test_agent_code_sees_only_its_own_processes_an_empty_environment_and_no_netw
         assert int(pid) < 10 and len(eval(inside)) < 10 and eval(host_visible) == [], obs  # a PID namespace of its own
         names = {item.split("=", 1)[0] for item in lines[1].split()}
         assert names <= {"PATH", "HOME", "LANG", "APPWORLD_ROOT", "PYTHONUNBUFFERED", "PWD"}, names
+        assert f"PATH={SANDBOX_PATH} " in lines[1] + " "  # its own, explicit PATH
+        environs = dict(line.split(" ", 2)[1:] for line in lines if line.startswith("environ "))
+        assert environs["1"] == "b''", environs  # bubblewrap, the sandbox's PID 1, was started with none
+        assert os.environ["PATH"] not in obs and os.environ.get("HOME", "/root") + " " not in obs
         assert CANARY not in obs
         obs = run(env, OS + "so = __import__('soc' + 'ket')\n"
                   "try:\n"
@@ -127,26 +130,45 @@ def test_agent_code_writes_only_its_outputs_folder(env, tmp_path):
     assert obs.strip().endswith("ok") and not Path("/tmp/private.txt").exists()
 
 
-def test_work_left_running_between_steps_is_the_policys_failure(env):
+def test_agent_code_sees_only_the_current_task_s_data(env):
+    """Issue 54, item 6: a review read another task's ``phone.db`` from inside the sandbox. Of the
+    data root the code sees the API docs and the current task's folder, without ground truth or
+    databases (those are the apps' process's); nothing of any other task."""
+    adapter = env.unwrapped.adapter
+    current = task("answertopsender")["id"]
+    other = next(t for t in adapter.task_ids() if t != current)
+    env.reset(options={"task_id": current})
+    tasks = adapter.data_root / "data" / "tasks"
+    assert (tasks / other / "dbs" / "phone.db").exists() and (tasks / current / "dbs" / "phone.db").exists()
+    lister = "os = __import__('o' + 's')\nprint('|'.join(sorted(e.name for e in getattr(os, 'scan' + 'dir')({!r}))))\n"
+    obs = run(env, lister.format(str(tasks)))
+    assert obs.strip().splitlines()[-1] == current, obs
+    obs = run(env, lister.format(str(tasks / current)))
+    assert obs.strip().splitlines()[-1] == "specs.json", obs
+    reader = READERS["FileIO"]
+    assert int(run(env, reader + f"print(len(read({str(tasks / current / 'specs.json')!r})))").split()[-1]) > 10
+    for hidden in (tasks / other / "dbs" / "phone.db", tasks / other / "specs.json",
+                   tasks / current / "dbs" / "phone.db", adapter.data_root / "rubricgym_index.json"):
+        obs = run(env, reader + f"print(read({str(hidden)!r}))")
+        assert "No such file" in obs, (hidden, obs)
+    obs = run(env, lister.format(str(adapter.data_root / "experiments" / "outputs")))
+    assert obs.strip().splitlines()[-1] == adapter.experiment_name, obs  # no other env's outputs
+    env.reset(options={"task_id": other})  # the view follows the episode's task
+    obs = run(env, lister.format(str(tasks)))
+    assert obs.strip().splitlines()[-1] == other, obs
+
+
+def test_a_thread_left_running_is_the_failure_of_the_step_that_started_it(env):
     adapter = env.unwrapped.adapter
     env.reset(options={"task_id": task("answertopsender")["id"]})
     pid = adapter.server.pid
-    run(env, "th = __import__('thre' + 'ading')\ndef burn():\n    while True:\n        pass\n"
-        "getattr(th, 'Thr' + 'ead')(target=burn, daemon=True).start()\nprint('started')")
-    # idle wall time until the thread has burnt well past the allowance (1 s + 20% of the wall time):
-    # a quiet server uses ~0 CPU s here; on a loaded machine the thread gets less than a core, so
-    # wait for what it used (bounded), not for a fixed time
-    started, cpu0 = time.monotonic(), adapter.server.cpu_seconds() or 0.0
-    while time.monotonic() - started < 60.0:
-        time.sleep(0.5)
-        waited = time.monotonic() - started
-        used = (adapter.server.cpu_seconds() or 0.0) - cpu0
-        if waited >= 3.0 and used > 2.0 * (IDLE_CPU_S + IDLE_CPU_SHARE * waited):
-            break
-    obs, reward, terminated, truncated, info = env.step("<action>print(1)</action>")
+    obs, reward, terminated, truncated, info = env.step(
+        "<action>th = __import__('thre' + 'ading')\ndef burn():\n    while True:\n        pass\n"
+        "getattr(th, 'Thr' + 'ead')(target=burn, daemon=True).start()\nprint('started')</action>")
     assert terminated and not truncated and reward == 0.0, obs
-    assert "left work running" in info["policy_failure"] and info["transition"].facts.broke_engine
-    assert process_gone(pid, within_s=5.0)
+    assert "left work running" in info["policy_failure"] and "1 threads" in info["policy_failure"]
+    assert info["transition"].facts.broke_engine and info["transition"].step == 0
+    assert process_gone(pid, within_s=5.0)  # a thread cannot be killed alone: the sandbox was
     env.reset(options={"task_id": task("answertopsender")["id"]})  # a fresh server
     assert "1" in run(env, "print(1)")
 

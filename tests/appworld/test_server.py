@@ -46,19 +46,34 @@ def test_two_envs_get_two_sandboxed_servers_and_close_stops_them():
 
 
 SCRIPT = textwrap.dedent("""
-    import sys, time, gymnasium as gym, rubricgym
+    import os, sys, threading, time, gymnasium as gym, rubricgym
     env = gym.make("AppWorld-Rubric-v0", reward="none")
     env.reset(options={"task_id": env.unwrapped.adapter.task_ids()[0]})
-    # agent code starts two processes that would outlive a plain server: spawned and forked
-    spawn = ("os = __import__('o' + 's')\\n"
-             f"getattr(os, 'posix_' + 'spawn')('/usr/bin/sleep', ['sleep', '{sys.argv[2]}'], {{}})\\n"
-             "if getattr(os, 'fo' + 'rk')() == 0:\\n    getattr(os, 'exe' + 'cv')('/usr/bin/sleep', "
-             f"['sleep', '{sys.argv[2]}1'])")
-    obs = env.step(f"<action>{spawn}</action>")[0]
+    # agent code starts two processes that would outlive a plain server, spawned and forked, and
+    # waits on them (a step that returned with them running would be killed as leaving work running)
+    spawn = ("os = __import__('o' + 's')\\n"  # posix.fork: AppWorld null-patches os.fork
+             f"pid = getattr(os, 'posix_' + 'spawn')('/usr/bin/sleep', ['sleep', '{sys.argv[2]}'], {{}})\\n"
+             "if getattr(__import__('pos' + 'ix'), 'fo' + 'rk')() == 0:\\n"
+             f"    getattr(os, 'exe' + 'cv')('/usr/bin/sleep', ['sleep', '{sys.argv[2]}1'])\\n"
+             "getattr(os, 'wait' + 'pid')(pid, 0)")
     print(env.unwrapped.adapter.server.pid, flush=True)
-    print(obs.replace("\\n", " "), flush=True)
+    threading.Thread(target=env.step, args=(f"<action>{spawn}</action>",), daemon=True).start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        running = 0
+        for name in os.listdir("/proc"):
+            try:
+                running += (name.isdigit() and int(name) != os.getpid()
+                            and open(f"/proc/{name}/cmdline", "rb").read().startswith(b"sleep\\0" + sys.argv[2].encode()))
+            except OSError:
+                pass
+        if running >= 2:
+            break
+        time.sleep(0.1)
+    print("started", running, flush=True)
     if sys.argv[1] == "hang":
         time.sleep(600)
+    # "exit": the interpreter exits with the step still running; atexit stops the server
 """)
 
 
@@ -84,9 +99,10 @@ def test_no_orphan_server_when_the_owner_exits_or_dies(how):
     try:
         pid = int(proc.stdout.readline())
         step_output = proc.stdout.readline()
+        assert step_output.split() == ["started", "2"], step_output  # both started, the step still running
         if how == "killed":
             assert not process_gone(pid, within_s=0.5)
-            assert len(processes_with(marker)) == 2, step_output  # both started and running
+            assert len(processes_with(marker)) == 3, step_output  # this test's owner and both sleeps
             proc.send_signal(signal.SIGKILL)  # no atexit: the parent-death signal must reap it
         proc.wait(timeout=60)
         assert process_gone(pid), f"AppWorld server {pid} outlived its owner ({how})"
