@@ -38,22 +38,63 @@ class Proc:
     rss_bytes: int
 
 
+def _read_proc(pid: int) -> Proc | None:
+    """One process from ``/proc/<pid>/stat`` (None once it is gone)."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        try:
+            fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
+        finally:
+            os.close(fd)
+        return Proc(pid, int(fields[1]), fields[0].decode(), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS,
+                    int(fields[21]) * PAGE_BYTES)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def read_processes() -> dict[int, Proc]:
     """Every process on the machine (one pass over /proc)."""
-    procs: dict[int, Proc] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    procs = (_read_proc(int(name)) for name in os.listdir("/proc") if name.isdigit())
+    return {proc.pid: proc for proc in procs if proc is not None}
+
+
+def _children(pid: int) -> list[int] | None:
+    """The children of every thread of ``pid`` (``/proc/<pid>/task/<tid>/children``); None when
+    the kernel does not list them (then the whole of /proc is read instead)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for tid in tids:
         try:
-            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
-            try:
-                fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
-            finally:
-                os.close(fd)
-            procs[int(name)] = Proc(int(name), int(fields[1]), fields[0].decode(),
-                                    (int(fields[11]) + int(fields[12])) / CLOCK_TICKS, int(fields[21]) * PAGE_BYTES)
-        except (OSError, IndexError, ValueError):
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended
+            return None  # no CONFIG_PROC_CHILDREN
+        except (OSError, ValueError):
             continue
+    return found
+
+
+def read_tree(root: int) -> dict[int, Proc] | None:
+    """``root`` and its descendants, found through the kernel's lists of children: a handful of
+    reads for a sandbox, where one pass over /proc reads every process of the machine (hundreds
+    on a training host, twice a step). None when the kernel keeps no such lists."""
+    procs: dict[int, Proc] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        proc = _read_proc(pid)
+        if proc is None or pid in procs:
+            continue
+        procs[pid] = proc
+        children = _children(pid)
+        if children is None:
+            return None
+        todo += children
     return procs
 
 
@@ -255,7 +296,9 @@ def take_census(root: int, server_pid: int | None, outputs: Path | None, outputs
     """A census of the sandbox whose ``bwrap`` is ``root`` (None once it is gone). ``server_pid``:
     the shell's process inside it (its threads are listed, its ``/proc/<pid>/root/tmp`` read:
     the sandbox's own ``/tmp``, which the host may read as the namespace's owner)."""
-    procs = read_processes() if procs is None else procs
+    if procs is None:
+        tree = read_tree(root)
+        procs = tree if tree is not None else read_processes()
     whole = process_tree(root, procs)  # zombies too: their CPU time counts until they are reaped
     tree = [pid for pid in whole if procs[pid].state not in ("Z", "X")]
     if not tree:
