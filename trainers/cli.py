@@ -173,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=os.environ.get("RUBRICGYM_LOG", "WARNING"))
     install_log_redaction()  # keys this process reads never reach the log
     overrides = _overrides(args)
+    if args.dry_run:
+        sys.dont_write_bytecode = True  # a dry run writes nothing, not even an imported callable's __pycache__
     try:
         config = load_train_config(args, overrides)
         if args.print_config:

@@ -123,7 +123,7 @@ class MLflowLogger:
     TAG = "rubricgym.run_dir"
 
     def __init__(self, run_dir: Path, run_name: str, config: Mapping[str, Any]):
-        from mlflow.entities import Param
+        from mlflow.entities import Param  # optional: the mlflow extra
         from mlflow.tracking import MlflowClient  # optional: the mlflow extra
 
         self.client = MlflowClient()
@@ -143,7 +143,7 @@ class MLflowLogger:
             self.client.log_batch(self.run_id, params=params[start:start + 100])
 
     def log(self, axis: str, step: int, values: dict[str, float]) -> None:
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric  # optional: the mlflow extra
 
         now = int(time.time() * 1000)
         metrics = [Metric(name, value, now, step) for name, value in values.items() if math.isfinite(value)]

@@ -232,6 +232,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.env_id or not args.policy:
         print("rubricgym eval: --env and --policy are required (or --compare DIR_A DIR_B)", file=sys.stderr)
         return 2
+    if args.dry_run:
+        sys.dont_write_bytecode = True  # a dry run writes nothing, not even the agent module's __pycache__
     try:
         settings = eval_settings(args)
         if args.dry_run:
