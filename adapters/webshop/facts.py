@@ -20,6 +20,9 @@ class WebShopFacts(Facts):
     action_kind: str = Field("", description="search | click | other (not search[...]/click[...] with an argument)")
     action_arg: str = Field("", description="the lower-cased argument of search[...] or click[...]")
     click_rejected: bool = Field(False, description="click[...] of a text that is not clickable on the page (a no-op)")
+    first_event: bool = Field(False, description="this step's event happens for the first time this episode: a search's "
+                              "keywords, a results page, a product's item page or one of its sub-pages, an option "
+                              "value chosen for the product, the purchase (Evidence is new information)")
     page: str = Field("", description="page after the step: search | results | item | description | features | reviews | attributes | done")
     query: str = Field("", description="keywords of the current search ('' on the search page)")
     results_page: int = Field(0, description="results page number (0 off the results page)")

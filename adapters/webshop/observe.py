@@ -150,12 +150,14 @@ class ObservedShop:
     product: str = ""  # asin (lower) of the open product, "" when none
     selected: dict[str, str] = field(default_factory=dict)
     seen: set[str] = field(default_factory=set)
+    events: set[tuple[str, ...]] = field(default_factory=set)
     purchased: str = ""
 
     def start(self, text: str, clickables: Sequence[str], has_search_bar: bool) -> None:
         self.view = parse_page(text, clickables, has_search_bar)
         self.query, self.product, self.selected, self.purchased = "", "", {}, ""
         self.seen = {a for a, _, _ in self.view.listed}
+        self.events = set()
 
     def observe(self, command: ParsedCommand, clickables_before: Sequence[str], text: str,
                 clickables: Sequence[str], has_search_bar: bool) -> dict[str, Any]:
@@ -189,10 +191,14 @@ class ObservedShop:
         new = [a for a in listed if a not in self.seen]
         self.seen.update(listed)
         titles = {a: t.lower() for a, t, _ in view.listed}
+        event = self._event(command, rejected, view, selected_option)
+        first_event = event is not None and event not in self.events
+        if event is not None:
+            self.events.add(event)
         self.view = view
         facts = self.state_facts()
         facts.update(
-            action_kind=command.kind, action_arg=command.arg[:200], click_rejected=rejected,
+            action_kind=command.kind, action_arg=command.arg[:200], click_rejected=rejected, first_event=first_event,
             new_products=new, new_titles=[titles[a] for a in new], opened_product=opened,
             entered_item=view.page == "item" and prev.page != "item",
             selected_option=selected_option, section_text=view.section_text.lower(),
@@ -201,6 +207,24 @@ class ObservedShop:
             purchased_price=prev.price if self.purchased else None,
         )
         return facts
+
+    def _event(self, command: ParsedCommand, rejected: bool, view: PageView,
+               selected_option: str) -> tuple[str, ...] | None:
+        """What this step brought into view, as a key whose repeat is no new information: a
+        search's keywords, a results page, a product's item page, one of its sub-pages, an option
+        value chosen for it, a purchase. None for a step that brought nothing (rejected, no-op)."""
+        if command.kind == "other" or rejected:
+            return None
+        if view.page == "done":
+            return ("buy", self.purchased)
+        if view.page == "search":
+            return ("search_page",)
+        if view.page == "results":
+            return ("results", self.query, str(view.results_page))
+        if selected_option:
+            group = next((g for g, value in self.selected.items() if value == selected_option), "")
+            return ("select", self.product, group, selected_option)
+        return (view.page, self.product)
 
     def state_facts(self) -> dict[str, Any]:
         """Standing facts of the current page (also used for steps the engine never saw)."""

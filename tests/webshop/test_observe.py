@@ -125,6 +125,34 @@ def test_going_back_to_results_clears_the_selection():
     assert f["new_products"] == []  # all three were listed on the starting page
 
 
+
+def test_first_event_marks_only_what_is_new_this_episode():
+    shop = ObservedShop(binding=bind_task(GOAL))
+    shop.start(SEARCH_PAGE, ["search"], True)
+    steps = [("search[citrus deodorant]", ["search"], RESULTS_PAGE, RESULTS_CLICKS, True),
+             ("click[b078gwrc1j]", RESULTS_CLICKS, ITEM_PAGE, ITEM_CLICKS, True),
+             ("click[3 ounce (pack of 1)]", ITEM_CLICKS, ITEM_PAGE, ITEM_CLICKS, True),
+             ("click[3-ounce (2-pack)]", ITEM_CLICKS, ITEM_PAGE, ITEM_CLICKS, True),
+             ("click[3 ounce (pack of 1)]", ITEM_CLICKS, ITEM_PAGE, ITEM_CLICKS, False),  # chosen before
+             ("click[features]", ITEM_CLICKS, FEATURES_PAGE, SUB_CLICKS, True),
+             ("click[< prev]", SUB_CLICKS, ITEM_PAGE, ITEM_CLICKS, False),  # the item page again
+             ("click[features]", ITEM_CLICKS, FEATURES_PAGE, SUB_CLICKS, False),
+             ("click[< prev]", SUB_CLICKS, ITEM_PAGE, ITEM_CLICKS, False),
+             ("click[nonexistent]", ITEM_CLICKS, ITEM_PAGE, ITEM_CLICKS, False),  # rejected: nothing new
+             ("click[< prev]", ITEM_CLICKS, RESULTS_PAGE, RESULTS_CLICKS, False),  # the same results page
+             ("click[b078gwrc1j]", RESULTS_CLICKS, ITEM_PAGE, ITEM_CLICKS, False)]  # the same product
+    for action, before, text, clicks, first in steps:
+        f = shop.observe(parse_command(action), before, text, clicks, False)
+        assert f["first_event"] is first, action
+    shop.observe(parse_command("click[< prev]"), ITEM_CLICKS, RESULTS_PAGE, RESULTS_CLICKS, False)
+    f = shop.observe(parse_command("click[b078gtkvxy]"), RESULTS_CLICKS, ITEM_PAGE, ITEM_CLICKS, False)
+    assert f["first_event"] and f["product"] == "b078gtkvxy"  # another product is new
+    f = shop.observe(parse_command("click[buy now]"), ITEM_CLICKS, DONE_PAGE, [], False)
+    assert f["first_event"] and f["purchased"]
+    shop.start(SEARCH_PAGE, ["search"], True)  # a new episode forgets what the last one saw
+    f = shop.observe(parse_command("search[citrus deodorant]"), ["search"], RESULTS_PAGE, RESULTS_CLICKS, False)
+    assert f["first_event"]
+
 def test_garbage_pages_never_raise():
     for text in ("", "[SEP]", "Price:", "< Prev [SEP] Price: $x", "Page 1 (Total results: 9) [SEP] zzz", "x" * 10000):
         for clicks in ([], ["buy now"], ["zzz"]):

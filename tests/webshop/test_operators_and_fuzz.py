@@ -1,6 +1,7 @@
 """The WebShop operator library on real episodes: oracle episodes fire every Evidence and
 Execution operator and no Invalidity operator; fuzzed actions never crash, are classified,
-and fire every Invalidity operator; no two operators of a category fire on the same steps."""
+and fire every Invalidity operator; on fuzzed browsing no two operators of a category fire on
+the same steps."""
 
 from __future__ import annotations
 
@@ -62,7 +63,6 @@ def _check_oracle(fired):
             assert fired.get(op_id), f"{op_id} never fired on oracle episodes"
     for op_id in BY_CATEGORY["invalidity"]:
         assert not fired.get(op_id), f"{op_id} fired on an oracle episode: {sorted(fired[op_id])[:3]}"
-    _assert_distinct_within_categories(fired, ("evidence", "execution"))
 
 
 def test_oracle_fires_evidence_and_execution_only_on_a_few_goals():
@@ -75,6 +75,32 @@ def test_oracle_fires_evidence_and_execution_only_on_every_goal():
         fired[op_id] |= steps
     _check_oracle(fired)
 
+
+
+def test_browsing_in_circles_pays_evidence_and_execution_once():
+    """Evidence is new information: the oracle's path walked a second time (back to the
+    results, the same product, sub-page and options again) fires no Evidence or Execution
+    operator, so r_F cannot be farmed by browsing in circles; the purchase still fires."""
+    env = gym.make("WebShop-Rubric-v0")
+    paying = set(BY_CATEGORY["evidence"]) | set(BY_CATEGORY["execution"])
+    try:
+        env.reset(seed=0, options={"task_id": TRAIN[0]})
+        oracle = expert_actions(env.unwrapped.adapter)
+        browse = oracle[next(i for i, a in enumerate(oracle) if a.startswith("click[b")):-1]  # open .. options
+        passes = []
+        for actions in (oracle[:-1], ["click[< prev]", *browse], oracle[-1:]):
+            fired = set()
+            for action in actions:
+                _, _, terminated, _, info = env.step(wrap_action(action))
+                assert info["transition"].facts.accepted, action
+                fired |= {op for op, value in info["trca"]["judgments"].items() if value and op in paying}
+            passes.append(fired)
+        first, again, buy = passes
+        assert {"type_product_opened", "goal_option_selected", "searched_for_type"} <= first
+        assert again == set(), f"operators paid again for pages already seen: {sorted(again)}"
+        assert terminated and "bought_matching_product" in buy
+    finally:
+        env.close()
 
 # -- fuzz ---------------------------------------------------------------------------------
 JUNK = ["", "buy", "search[]", "click[]", "Click[buy now]", "search[shoes", "click[search]", "click[zzz]",
@@ -134,7 +160,8 @@ def test_seeded_fuzz_fires_every_invalidity_operator():
         env.close()
     for op_id in BY_CATEGORY["invalidity"]:
         assert fired.get(op_id), f"{op_id} never fired on fuzz"
-    _assert_distinct_within_categories(fired, ("invalidity",))
+    # the oracle opens a matching product once, so its Evidence arrives together; browsing tells them apart
+    _assert_distinct_within_categories(fired, ("invalidity", "evidence", "execution"))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
