@@ -67,7 +67,7 @@ def test_full_group_pipeline_on_a_real_server(llama_server, tmp_path):
 
 
 THINK_FIRST = r'''root ::= "<think>" thought "</think>" "\n" answer
-thought ::= [^<{}]{1,160}
+thought ::= [^<{}]{1,48}
 answer ::= "{\"c1\": {\"verdict\": \"" ("pass" | "fail") "\", \"steps\": [" [0-3] "]}}"
 '''
 
@@ -83,10 +83,12 @@ def test_a_real_reply_that_thinks_first_is_read_after_its_thinking(llama_server)
     from rubricgym.judges.schemas import score_answer_model
     from rubricgym.judges.structured import StructuredCaller, strip_thinking
 
-    body = {"model": "smollm2", "max_tokens": 200, "temperature": 0.0, "grammar": THINK_FIRST,
+    # a short bounded thought: llama.cpp checks a grammar against the vocabulary at every token,
+    # and a long bounded repeat made this one reply take over 120 s on a loaded 2-core machine
+    body = {"model": "smollm2", "max_tokens": 120, "temperature": 0.0, "grammar": THINK_FIRST,
             "messages": [{"role": "user", "content": "Think first, then judge: did step 2 pick up the key? "
                                                      "Answer with criterion c1's verdict and the step it cites."}]}
-    reply = httpx.post(f"{llama_server.base_url}/chat/completions", json=body, timeout=120).json()
+    reply = httpx.post(f"{llama_server.base_url}/chat/completions", json=body, timeout=300).json()
     text = reply["choices"][0]["message"]["content"]
     assert text.startswith("<think>") and "</think>" in text and len(strip_thinking(text)) < len(text)
 
