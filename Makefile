@@ -70,7 +70,7 @@ clean-venv:
 # The sample-efficiency studies with the small choice policy (docs/study.md): each runs or
 # resumes its study (finished runs are kept under benchmarks/results/study_choice_*/runs/).
 ALFWORLD_STUDY_DATA := runs/data/alfworld-pick-and-place
-.PHONY: study-alfworld study-webshop
+.PHONY: study-alfworld study-webshop study-webshop-first-event
 
 $(ALFWORLD_STUDY_DATA)/.generated: | $(STAMP)
 	$(PY) -m rubricgym.adapters.alfworld.generate --out $(ALFWORLD_STUDY_DATA) --seed 7 --n 64 --splits train \
@@ -84,3 +84,6 @@ study-alfworld: venv $(ALFWORLD_STUDY_DATA)/.generated
 
 study-webshop: venv
 	$(PY) -m rubricgym.cli study --policy choice --config configs/study_choice_webshop.yaml
+
+study-webshop-first-event: venv
+	$(PY) -m rubricgym.cli study --policy choice --config configs/study_choice_webshop_first_event.yaml
