@@ -14,6 +14,7 @@ import pytest
 import trainer.word_env  # noqa: F401  (registers the tests' env factories: env.factory=word, expert-word, trca-word)
 from cpu_times import ENV_VAR, Clock, record
 from hypothesis import HealthCheck, settings
+from redaction_isolation import own_registry
 
 # Under CI every property test is derandomized (its examples are a function of the test alone):
 # a submission never fails on an example no change of its own produced. Elsewhere the examples
@@ -38,17 +39,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 @pytest.fixture(autouse=True)
 def _own_redaction_set():
-    """Each test starts with an empty redaction set and the process's own is restored after.
-    The set is process-wide by design (a key read once is hidden from then on), so without this
-    a key one test reads (``sk-rubricgym-...``) hides text in a later test on the same worker."""
-    from rubricgym import secret_refs
-
-    saved = secret_refs._forms, secret_refs._pieces, secret_refs._values
-    secret_refs._forms, secret_refs._pieces, secret_refs._values = (), (), set()
-    try:
+    """Each test starts with an empty redaction set (tests/redaction_isolation.py says why)."""
+    with own_registry():
         yield
-    finally:
-        secret_refs._forms, secret_refs._pieces, secret_refs._values = saved
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -24,9 +24,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = {"rubricgym": "rubricgym", "adapters": "rubricgym.adapters", "trainers": "rubricgym.trainers",
-           "operator_libraries": "rubricgym.operator_libraries"}
+from source_tree import ROOT, source_modules
 
 # Core layers, lowest first: a module may import its own layer or a lower one. Prefixes match
 # a module and its submodules.
@@ -69,18 +67,7 @@ class Import:
     path: Path
 
 
-def modules() -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for folder, package in FOLDERS.items():
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            found[".".join([package, *parts])] = path
-    return found
-
-
-MODULES = modules()
+MODULES = source_modules()
 
 
 def _resolve(name: str) -> str | None:

@@ -9,28 +9,15 @@ import ast
 import builtins
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = {"rubricgym": "rubricgym", "adapters": "rubricgym.adapters", "trainers": "rubricgym.trainers",
-           "operator_libraries": "rubricgym.operator_libraries"}
+from source_tree import ROOT, source_modules
+
 QUOTED = re.compile(r"``([A-Za-z_][\w.]*)``")
 DOTTED = re.compile(r"\brubricgym(?:\.[A-Za-z_]\w*)+")
 CAMEL = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+$")
 
 
-def _modules() -> dict[str, Path]:
-    found = {}
-    for folder, package in FOLDERS.items():
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            found[".".join([package, *parts])] = path
-    return found
-
-
-MODULES = _modules()
+MODULES = source_modules()
 TREES = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in MODULES.items()}
 
 

@@ -10,7 +10,6 @@ import json
 import logging
 import string
 import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from judges.judge_test_servers import ScriptedJudgeServer
 from judges.judge_trajectories import make_trajectory
+from redaction_isolation import own_registry
 from requirements_guard import need
 
-from rubricgym import secret_refs
 from rubricgym.atomic_files import atomic_write_text
 from rubricgym.contract import save_jsonl
 from rubricgym.judges import DracoJudge, JudgeSettings, ResponseCache, load_rubric
@@ -31,24 +30,6 @@ from rubricgym.trainers.run_files import append_run_line, write_run_file
 
 CANARY = "sk-canary-7c31e9a05fd24b68ae"
 CANARY_ENV = "RUBRICGYM_REDACTION_CANARY_KEY"
-
-
-@contextmanager
-def own_registry():
-    """An empty redaction set for the block, the process's own restored after: values a test
-    remembers never redact another test's text."""
-    saved = secret_refs._forms, secret_refs._pieces, secret_refs._values
-    secret_refs._forms, secret_refs._pieces, secret_refs._values = (), (), set()
-    try:
-        yield
-    finally:
-        secret_refs._forms, secret_refs._pieces, secret_refs._values = saved
-
-
-@pytest.fixture(autouse=True)
-def _isolated_registry():
-    with own_registry():
-        yield
 
 
 @pytest.fixture
