@@ -28,7 +28,8 @@ settings.load_profile("ci" if IN_CI else os.environ.get("HYPOTHESIS_PROFILE", "d
 
 # files (relative to tests/) whose tests each start several processes that compute at once
 MULTI_PROCESS_FILES = ("trainer/test_distributed.py", "trainer/test_env_workers.py",
-                       "remote/test_sessions.py")  # 32 remote sessions over a server's 2 worker processes
+                       "remote/test_sessions.py",  # 32 remote sessions over a server's 2 worker processes
+                       "integrations/test_trl_multiprocess.py")  # TRL under accelerate launch, 2 processes
 MULTI_PROCESS_TESTS = ("trainer/test_study.py::test_parallel_study_gives_the_serial_study_s_rows",)
 MULTI_PROCESS_GROUP = "several-processes"
 

@@ -18,6 +18,7 @@ from typing import Any
 
 try:
     import trl
+    from accelerate.utils import gather_object
     from trl import GRPOTrainer
 except ImportError as exc:  # the extra is missing: name the fix, not just the module
     raise ImportError(f"rubricgym.integrations.trl needs TRL ({exc}): pip install 'rubricgym[trl]' "
@@ -26,7 +27,7 @@ except ImportError as exc:  # the extra is missing: name the fix, not just the m
 import torch
 
 from rubricgym.estimators import OutcomeRule, ResolvedEstimator, resolve_estimator
-from rubricgym.integrations.episodes import Episode, completion_advantages
+from rubricgym.integrations.episodes import Episode, Processes, completion_advantages
 from rubricgym.integrations.trl_rollout import EPISODE_FIELD, MissingSeed, RubricRollout
 from rubricgym.integrations.trl_tools import rubricgym_environment
 from rubricgym.prompts import PromptSettings
@@ -74,13 +75,20 @@ class RubricGRPOTrainer(GRPOTrainer):
     the clipped token-level loss, KL, logging) stays TRL's. It also hands the prompt rows to a
     ``rubricgym_rollout_func``; ``reward_funcs`` defaults to ``episode_return``. After each
     generation ``last_episodes``, ``last_advantages`` and ``last_env_mask`` hold what was
-    trained on."""
+    trained on (this process's rows). Under ``accelerate launch`` each group's credit is
+    computed on the whole group, also where TRL splits it across two processes
+    (docs/integrations.md, "Across processes"); ``use_vllm=True`` is refused (no vLLM path)."""
 
     def __init__(self, *args: Any, estimator: str | None = "trca", gamma: float | None = None,
                  lam: float | None = None, outcome: OutcomeRule | None = None, eps: float = 1e-6,
                  judge: Any = None, **kwargs: Any):
         rollout = kwargs.get("rollout_func")
         env_id = getattr(rollout, "env_id", None)
+        config = kwargs.get("args", args[2] if len(args) > 2 else None)  # GRPOTrainer(model, reward_funcs, args)
+        if isinstance(rollout, RubricRollout) and getattr(config, "use_vllm", False):
+            raise NotImplementedError("rubricgym_rollout_func generates with transformers on the training model and "
+                                      "has no vLLM path yet (docs/integrations.md, 'use_vllm=True'): set "
+                                      "use_vllm=False")
         self.estimator: ResolvedEstimator | None = None if estimator is None else resolve_estimator(
             estimator, gamma=gamma, lam=lam, eps=eps, outcome=outcome,
             benchmark_outcome=get_spec(env_id).outcome if env_id else None,
@@ -115,8 +123,11 @@ class RubricGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         group = self.num_generations if mode == "train" else (self.num_generations_eval or self.num_generations)
         length = out["completion_ids"].size(1)
+        # under accelerate launch TRL gives process p the batch's rows p*n..(p+1)*n-1, and a group
+        # may straddle two processes: each group is then computed once on the whole group
+        processes = Processes(self.accelerator.process_index, self.accelerator.num_processes, gather_object)
         values, _ = completion_advantages(self.estimator, self.last_episodes, group, length, judge=self.judge,
-                                          training_step=int(self.state.global_step))
+                                          training_step=int(self.state.global_step), processes=processes)
         advantages = torch.as_tensor(values, dtype=torch.float32, device=out["completion_ids"].device)
         out["advantages"] = advantages
         self.last_advantages, self.last_env_mask = advantages, out.get("tool_mask")

@@ -19,7 +19,10 @@ def need_trl_stack() -> None:
         need(module, "pip install 'rubricgym[alfworld]'")
 
 
-def make_trainer(tmp_path: Any, dataset: Any = None, estimator: str = "trca", groups: int = 2, judge: Any = None) -> Any:
+def make_trainer(tmp_path: Any, dataset: Any = None, estimator: str = "trca", groups: int = 2, judge: Any = None,
+                 per_device: int | None = None) -> Any:
+    """``groups`` prompt rows (seeds 0..groups-1) of G=2; each process's batch holds
+    ``per_device`` rows (default: all ``2 * groups``)."""
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -28,7 +31,7 @@ def make_trainer(tmp_path: Any, dataset: Any = None, estimator: str = "trca", gr
 
     model, tokenizer = load_causal_lm("tiny", device="cpu", seed=0)
     config = GRPOConfig(
-        output_dir=str(tmp_path), per_device_train_batch_size=2 * groups, num_generations=2, max_steps=1,
+        output_dir=str(tmp_path), per_device_train_batch_size=per_device or 2 * groups, num_generations=2, max_steps=1,
         max_completion_length=1024, learning_rate=1e-2, beta=0.0, loss_type="dapo", mask_truncated_completions=False,
         use_cpu=True, bf16=False, report_to="none", save_strategy="no", logging_steps=1, seed=0,
         gradient_checkpointing=False,
