@@ -18,7 +18,7 @@ VERL_STAMP := $(VERL_VENV)/.installed-$(VERL_VERSION)
 VERL_INSTALL := $(PY) scripts/fast_install.py --python $(VERL_PY) -q
 
 $(VERL_STAMP): pyproject.toml | $(STAMP)  # order only on the main venv: it holds the uv it installs with
-	@echo "[setup] the verl venv $(VERL_VENV): torch (CPU), verl $(VERL_VERSION) and rubricgym[alfworld] (about 15 s with warm caches)"
+	@echo "[setup] the verl venv $(VERL_VENV): torch (CPU), verl $(VERL_VERSION) and rubricgym[alfworld] (about 25 s with warm caches)"
 	$(PY) scripts/fast_install.py --python $(VERL_PY) --create-from $(PYTHON) -q torch==2.13.0
 	$(VERL_INSTALL) "verl==$(VERL_VERSION)" cachetools fastapi uvicorn pyzmq msgspec
 	$(VERL_INSTALL) -e ".[alfworld]"
