@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--max-completion-length", type=int, default=2048, help="tokens per episode (all turns)")
     parser.add_argument("--lr", type=float, default=1e-5)
     parser.add_argument("--output-dir", default=None)
+    parser.add_argument("--vllm", action="store_true",
+                        help="GPU: generate every turn with TRL's colocated vLLM engine (needs vllm and CUDA)")
     args = parser.parse_args(argv)
 
     from peft import LoraConfig
@@ -39,13 +41,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from rubricgym.models import load_causal_lm
 
     env_id = "ALFWorld-Rubric-v0"
-    model, tokenizer = load_causal_lm(args.model, device="cpu", seed=0)
+    model, tokenizer = load_causal_lm(args.model, device="cuda" if args.vllm else "cpu", seed=0)
     batch = args.group * args.tasks
     config = GRPOConfig(
         output_dir=args.output_dir or tempfile.mkdtemp(prefix="trl_alfworld_"),
         per_device_train_batch_size=batch, num_generations=args.group, max_steps=args.steps,
         max_completion_length=args.max_completion_length, learning_rate=args.lr, temperature=1.0,
-        beta=0.0, loss_type="dapo", mask_truncated_completions=False, use_cpu=True, bf16=False,
+        beta=0.0, loss_type="dapo", mask_truncated_completions=False, use_cpu=not args.vllm, bf16=False,
+        use_vllm=args.vllm, vllm_mode="colocate", vllm_gpu_memory_utilization=0.3,
         report_to="none", save_strategy="no", logging_steps=1, seed=0, gradient_checkpointing=False,
     )
     trainer = RubricGRPOTrainer(

@@ -98,8 +98,11 @@ PYEOF
 # 3. optional: the same with vLLM generation (reports clearly when vLLM is not installed)
 if "$PY" -c "import vllm" 2>/dev/null; then
   echo "vLLM found: generation.backend=vllm is not wired into the benchmark flags yet; skipped" >&2
+  # TRL's route with use_vllm=True (colocate): two steps of SmolLM2 on ALFWorld with TRCA credit
+  "$PY" examples/trl_alfworld.py --model smollm2 --vllm --steps 2 --max-steps 4 > "$OUT/trl_vllm_alfworld.json" \
+    || echo "gpu_check: TRL with use_vllm=True failed" >&2
 else
-  echo "vLLM not installed: generation.backend=vllm unverified" >&2
+  echo "vLLM not installed: generation.backend=vllm and TRL's use_vllm=True unverified" >&2
 fi
 # 4. every strategy that runs on one GPU, two iterations each (a failing one is recorded, the rest run)
 "$PY" scripts/gpu_strategies.py --device cuda --model "$MODEL" --out "$OUT/trainer_gpu_strategies.json" \

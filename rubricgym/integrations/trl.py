@@ -77,18 +77,15 @@ class RubricGRPOTrainer(GRPOTrainer):
     generation ``last_episodes``, ``last_advantages`` and ``last_env_mask`` hold what was
     trained on (this process's rows). Under ``accelerate launch`` each group's credit is
     computed on the whole group, also where TRL splits it across two processes
-    (docs/integrations.md, "Across processes"); ``use_vllm=True`` is refused (no vLLM path)."""
+    (docs/integrations.md, "Across processes"); with ``use_vllm=True`` the rollout generates
+    each turn through TRL's vLLM engine and hands TRL the sampler's log-probs (never run with vLLM
+    here: no GPU)."""
 
     def __init__(self, *args: Any, estimator: str | None = "trca", gamma: float | None = None,
                  lam: float | None = None, outcome: OutcomeRule | None = None, eps: float = 1e-6,
                  judge: Any = None, **kwargs: Any):
         rollout = kwargs.get("rollout_func")
         env_id = getattr(rollout, "env_id", None)
-        config = kwargs.get("args", args[2] if len(args) > 2 else None)  # GRPOTrainer(model, reward_funcs, args)
-        if isinstance(rollout, RubricRollout) and getattr(config, "use_vllm", False):
-            raise NotImplementedError("rubricgym_rollout_func generates with transformers on the training model and "
-                                      "has no vLLM path yet (docs/integrations.md, 'use_vllm=True'): set "
-                                      "use_vllm=False")
         self.estimator: ResolvedEstimator | None = None if estimator is None else resolve_estimator(
             estimator, gamma=gamma, lam=lam, eps=eps, outcome=outcome,
             benchmark_outcome=get_spec(env_id).outcome if env_id else None,

@@ -5,7 +5,7 @@ prompt is rubricgym's public chat-accumulation prompt (``rubricgym.prompts``), a
 appends the model's response (``env_mask`` 1) and then the chat template's closing of that turn
 plus the next observation (``env_mask`` 0). No TRL import here: the trainer is duck-typed
 (``model_wrapped``, ``accelerator``, ``processing_class``, ``generation_config``,
-``max_completion_length``).
+``max_completion_length``; with ``use_vllm``, ``vllm_generation``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class _Live:
     episode: Episode
     completion: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float | None] = field(default_factory=list)  # the sampler's, per completion token (vLLM)
     done: bool = False
 
 
@@ -78,18 +79,29 @@ class RubricRollout:
         tokenizer = trainer.processing_class
         live = [self._start(k, row, tokenizer) for k, row in enumerate(rows)]
         budget = int(trainer.max_completion_length)
-        while any(not x.done for x in live):
-            active = [x for x in live if not x.done]
+        use_vllm = bool(getattr(trainer, "use_vllm", False))
+        while _any_process_active(trainer, sum(not x.done for x in live), collective=use_vllm):
+            # vLLM's generate is collective across processes (server mode gathers every process's
+            # prompts and slices the answers by an equal count): there every process sends all its
+            # rows each turn, for as long as any process has an episode going
+            sending = live if use_vllm and _processes(trainer) > 1 else [x for x in live if not x.done]
+            sequences = [x.prompt_ids + x.completion for x in sending]
             started = time.perf_counter()
-            responses = self._generate(trainer, [x.prompt_ids + x.completion for x in active],
-                                       min(self.max_new_tokens, budget))
+            if use_vllm:
+                responses, logprobs = self._generate_vllm(trainer, sequences, min(self.max_new_tokens, budget))
+            else:
+                responses = self._generate(trainer, sequences, min(self.max_new_tokens, budget))
+                logprobs = [[None] * len(ids) for ids in responses]
             self.seconds["generation"] += time.perf_counter() - started
-            for x, ids in zip(active, responses, strict=True):
-                self._step(x, ids[: budget - len(x.completion)], tokenizer, budget)
+            for x, ids, lps in zip(sending, responses, logprobs, strict=True):
+                if not x.done:
+                    cut = budget - len(x.completion)
+                    x.logprobs += lps[:cut]
+                    self._step(x, ids[:cut], tokenizer, budget)
         return {
             "prompt_ids": [x.prompt_ids for x in live],
             "completion_ids": [x.completion for x in live],
-            "logprobs": None,
+            "logprobs": [x.logprobs for x in live] if use_vllm else None,
             "env_mask": [x.env_mask for x in live],
             EPISODE_FIELD: [x.episode.to_dict() for x in live],
         }
@@ -141,6 +153,25 @@ class RubricRollout:
             responses.append(row[:end])
         return responses
 
+    @staticmethod
+    def _generate_vllm(trainer: Any, sequences: Sequence[list[int]],
+                       max_new_tokens: int) -> tuple[list[list[int]], list[list[float | None]]]:
+        """One response per sequence from TRL's vLLM engine (``trainer.vllm_generation``, whose
+        weights TRL syncs before calling the rollout), capped at one turn's tokens rather than
+        the episode's ``max_completion_length``; with the sampled tokens' log-probs (top-1)."""
+        generation = trainer.vllm_generation
+        episode_cap = generation.max_completion_length
+        generation.max_completion_length = max_new_tokens
+        try:
+            _, completion_ids, logprobs, _ = generation.generate(prompts=[list(s) for s in sequences], images=None,
+                                                                 num_generations=1)
+        finally:
+            generation.max_completion_length = episode_cap
+        responses = [list(ids) for ids in completion_ids]
+        if logprobs is None:
+            return responses, [[None] * len(ids) for ids in responses]
+        return responses, [[token[0] for token in seq] for seq in logprobs]
+
     def _step(self, x: _Live, response_ids: list[int], tokenizer: Any, budget: int) -> None:
         """Step the env with one response; append it (mask 1) and, if the episode goes on, the
         next observation turn (mask 0), or end it as truncated when the budget is spent."""
@@ -186,6 +217,7 @@ class RubricRollout:
             return
         x.completion += turn
         x.env_mask += [0] * len(turn)
+        x.logprobs += [0.0] * len(turn)  # not sampled: env_mask 0 keeps them out of TRL's ratio
 
     def _observation_ids(self, tokenizer: Any, view: EpisodeView, response_ids: list[int], text: str) -> list[int]:
         """The tokens between this response and the next one: the chat template's end of the
@@ -202,6 +234,20 @@ class RubricRollout:
                 closing = closing[len(stop):]
         new = after[len(before):] if after.startswith(before) else after
         return list(tokenizer(closing + new, add_special_tokens=False)["input_ids"])
+
+
+def _processes(trainer: Any) -> int:
+    return int(getattr(trainer.accelerator, "num_processes", 1))
+
+
+def _any_process_active(trainer: Any, active: int, *, collective: bool) -> bool:
+    """Whether an episode is still going here or, when generation is collective, on any process."""
+    if not collective or _processes(trainer) == 1:
+        return active > 0
+    import torch  # optional: the trl extra
+
+    accelerator = trainer.accelerator
+    return int(accelerator.gather(torch.tensor([active], device=accelerator.device)).sum()) > 0
 
 
 def _stop_ids(tokenizer: Any) -> set[int]:

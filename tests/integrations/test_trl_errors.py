@@ -57,20 +57,3 @@ def test_the_rollout_in_a_plain_grpo_trainer_names_rubric_grpo_trainer(tmp_path)
                         rollout_func=template.rollout_func)
     with pytest.raises(TypeError, match="RubricGRPOTrainer"):
         plain.train()
-
-
-def test_use_vllm_is_refused_until_the_rollout_has_a_vllm_path(tmp_path):
-    """TRL would start vLLM, then the rollout would generate on the training model and hand TRL
-    no sampling log-probs: refused before anything starts, naming the setting."""
-    need_trl_stack()
-    from trl import GRPOConfig
-
-    from rubricgym.integrations.trl import RubricGRPOTrainer, rubricgym_rollout_func
-    from rubricgym.models import load_causal_lm
-
-    model, tokenizer = load_causal_lm("tiny", device="cpu", seed=0)
-    config = GRPOConfig(output_dir=str(tmp_path), use_vllm=True, use_cpu=True, per_device_train_batch_size=2,
-                        num_generations=2, report_to="none")
-    with pytest.raises(NotImplementedError, match="use_vllm=False"):
-        RubricGRPOTrainer(model=model, args=config, processing_class=tokenizer,
-                          rollout_func=rubricgym_rollout_func("ALFWorld-Rubric-v0", max_steps=2))
