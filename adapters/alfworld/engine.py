@@ -106,9 +106,10 @@ def start_engine(game_file: Path, shuffle: bool, policy: bool = False) -> Any:
     # the engine loads at the first game: alfworld sets process-wide state on import
     import textworld
     from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-    from rubricgym.adapters.alfworld import parse_cache
+    from rubricgym.adapters.alfworld import downward_pool, parse_cache
 
     parse_cache.install()  # the same domain, grammar and templates in every game: parsed once
+    downward_pool.install()  # one planner library per live engine, not a leaked copy per game
     infos = textworld.EnvInfos(won=True, admissible_commands=True, policy_commands=policy, extras=["gamefile"])
     return textworld.start(str(game_file), request_infos=infos,
                            wrappers=[AlfredDemangler(shuffle=shuffle), AlfredInfos])

@@ -47,7 +47,8 @@ DEFINED = {name: _defined(tree) for name, tree in TREES.items()}
 # the engines' and libraries' classes docstrings talk about (what they wrap): listed, so that a
 # CamelCase name of the tree's own that no longer exists still fails
 EXTERNAL = {"AlfredTWEnv", "AlfredDemangler", "AlfredInfos", "AppWorld", "TestTracker", "ModelCollection",
-            "AgentGymEnv", "EnvironmentEvaluator", "WebAgentTextEnv", "BulletPoints", "LoRARequest", "Line2D"}
+            "AgentGymEnv", "EnvironmentEvaluator", "WebAgentTextEnv", "BulletPoints", "LoRARequest", "Line2D",
+            "AgentLoopOutput", "PddlEnv", "PddlState"}
 ANYWHERE = {n for names in DEFINED.values() for n in names} | {
     m for names in DEFINED.values() for members in names.values() for m in members} | set(dir(builtins)) | EXTERNAL
 ENTRY_POINT_GROUPS = set(re.findall(r'^\[project\.entry-points\."([\w.]+)"\]',
