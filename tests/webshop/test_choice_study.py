@@ -25,6 +25,9 @@ def test_a_stopped_study_resumes_and_reports(tmp_path):
     # paired seeds: the estimators of one seed saw the same tasks and initial states
     assert by["grpo", 0].rows[0]["steps_mean"] > 0 and by["grpo", 0].held_out["episodes"] == 2
     assert "lambda=0.5" in by["trca_lambda0.5", 1].estimator_settings
+    # each run file records the objective it trained with, not the estimator's own defaults
+    assert "ratio=action, aggregation=rollout_mean_step_mean, skip_zero_advantage=False" \
+        in by["grpo", 0].estimator_settings
 
     summary = write_report(records, settings, failed)
     rows = list(csv.DictReader((tmp_path / "curves.csv").open()))

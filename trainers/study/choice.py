@@ -130,9 +130,16 @@ class RunRecord(BaseModel):
 
 
 def _estimator(settings: ChoiceStudySettings, label: str) -> ResolvedEstimator:
+    """The label's estimator with the study's objective in it, so that the settings each run file
+    records are the ones it trained with (an action is one choice: the ratio is per action)."""
     name, lam = parse_label(label)
+    objective = settings.objective
     return resolve_estimator(name, lam=lam, benchmark_outcome=get_spec(settings.env_id).outcome,
-                             setting_names={"lam": "the study's λ sweep"})
+                             ratio_level="action", loss_aggregation=objective.loss_aggregation,  # type: ignore[arg-type]
+                             skip_zero_advantage=objective.skip_zero_advantage,
+                             setting_names={"lam": "the study's λ sweep", "ratio_level": "the choice policy",
+                                            "loss_aggregation": "the study's objective",
+                                            "skip_zero_advantage": "the study's objective"})
 
 
 def _held_out(settings: ChoiceStudySettings) -> tuple[str, list[str]]:
