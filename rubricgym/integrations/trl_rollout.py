@@ -23,7 +23,7 @@ from rubricgym.prompts import EpisodeView, PromptSettings, build_messages, rende
 from rubricgym.registration import check_env_id
 from rubricgym.tokens import decode_response, response_token_spans
 
-__all__ = ["MissingSeed", "RubricRollout"]
+__all__ = ["LiveEpisode", "MissingSeed", "RubricRollout"]
 
 EPISODE_FIELD = "rubricgym_episode"  # the extra rollout key: reaches reward functions and the trainer
 
@@ -33,7 +33,11 @@ class MissingSeed(ValueError):
 
 
 @dataclass
-class _Live:
+class LiveEpisode:
+    """One episode being played token by token: its env, what the model saw and answered, and
+    the episode record credit reads (any engine's agent loop drives it with ``RubricRollout``'s
+    ``start_episode`` and ``step_episode``)."""
+
     env: gym.Env[Any, Any]
     view: EpisodeView
     prompt_ids: list[int]
@@ -77,7 +81,7 @@ class RubricRollout:
             raise TypeError("rubricgym_rollout_func needs each prompt row's seed: train with "
                             "rubricgym.integrations.trl.RubricGRPOTrainer, which hands the rows to it")
         tokenizer = trainer.processing_class
-        live = [self._start(k, row, tokenizer) for k, row in enumerate(rows)]
+        live = [self.start_episode(k, row, tokenizer) for k, row in enumerate(rows)]
         budget = int(trainer.max_completion_length)
         use_vllm = bool(getattr(trainer, "use_vllm", False))
         while _any_process_active(trainer, sum(not x.done for x in live), collective=use_vllm):
@@ -97,7 +101,7 @@ class RubricRollout:
                 if not x.done:
                     cut = budget - len(x.completion)
                     x.logprobs += lps[:cut]
-                    self._step(x, ids[:cut], tokenizer, budget)
+                    self.step_episode(x, ids[:cut], tokenizer, budget)
         return {
             "prompt_ids": [x.prompt_ids for x in live],
             "completion_ids": [x.completion for x in live],
@@ -106,7 +110,8 @@ class RubricRollout:
             EPISODE_FIELD: [x.episode.to_dict() for x in live],
         }
 
-    def _start(self, k: int, row: Mapping[str, Any], tokenizer: Any) -> _Live:
+    def start_episode(self, k: int, row: Mapping[str, Any], tokenizer: Any) -> LiveEpisode:
+        """Reset env ``k`` to the row's ``seed`` (and ``task_id``) and render the first prompt."""
         if row.get("seed") is None:
             raise MissingSeed(f"prompt row {k} has no 'seed': every row needs one so that its G copies start from "
                               "one initial state; build rows with rubricgym_dataset(env_id, seeds=...) or add a "
@@ -120,7 +125,7 @@ class RubricRollout:
         task = str(task_id or info.get("task_id", ""))
         view = EpisodeView.start(env, obs, info)
         episode = Episode(task_id=task, seed=seed, group_key=f"{task}|seed={seed}")
-        live = _Live(env, view, render_prompt(tokenizer, view, self.prompt), episode)
+        live = LiveEpisode(env, view, render_prompt(tokenizer, view, self.prompt), episode)
         self.seconds["bookkeeping"] += time.perf_counter() - reset
         return live
 
@@ -172,7 +177,7 @@ class RubricRollout:
             return responses, [[None] * len(ids) for ids in responses]
         return responses, [[token[0] for token in seq] for seq in logprobs]
 
-    def _step(self, x: _Live, response_ids: list[int], tokenizer: Any, budget: int) -> None:
+    def step_episode(self, x: LiveEpisode, response_ids: list[int], tokenizer: Any, budget: int) -> None:
         """Step the env with one response; append it (mask 1) and, if the episode goes on, the
         next observation turn (mask 0), or end it as truncated when the budget is spent."""
         started = time.perf_counter()
@@ -185,7 +190,7 @@ class RubricRollout:
         self.seconds["environment"] += recorded - stepped
         self.seconds["bookkeeping"] += (stepped - started) + (time.perf_counter() - recorded)
 
-    def _record(self, x: _Live, response_ids: list[int], text: str, obs: str, reward: float, terminated: bool,
+    def _record(self, x: LiveEpisode, response_ids: list[int], text: str, obs: str, reward: float, terminated: bool,
                 truncated: bool, info: dict[str, Any], tokenizer: Any, budget: int) -> None:
         transition = info.get("transition")
         parsed = transition.action if transition is not None else None
