@@ -16,7 +16,7 @@ STAMP := $(VENV)/.rubricgym-installed
 # make runs, and every process those start, writes bytecode.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: venv demo play test test-fast setup clean-venv
+.PHONY: help venv demo play test test-fast setup clean-venv
 .DEFAULT_GOAL := help
 
 help:
