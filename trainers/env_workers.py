@@ -374,7 +374,7 @@ class WorkerEnvSlots:
         info = self.pool.request(0, "describe")
         if "error" in info:
             self.pool.close()
-            raise RuntimeError(f"env worker could not build the env ({settings.id or settings.factory}): {info['error']}")
+            raise RuntimeError(f"env worker could not build the env ({settings.factory or settings.id}): {info['error']}")
         grammar = info.get("grammar")
         if grammar is not None:
             grammar = TagGrammar(**{k: tuple(v) if isinstance(v, list) else v for k, v in grammar.items()})

@@ -292,5 +292,5 @@ def test_an_env_that_cannot_be_built_in_a_worker_is_a_clear_error():
     _, tok = build_tiny_model(0)
     settings = EnvSettings(factory="word", kwargs={"no_such_argument": 1}, workers=1,
                            worker_backend="process")
-    with pytest.raises(RuntimeError, match="could not build the env.*no_such_argument"):
+    with pytest.raises(RuntimeError, match=r"could not build the env \(word\).*no_such_argument"):
         build_collector(settings, None, tok, PromptSettings(), 2)
