@@ -27,6 +27,7 @@ from rubricgym.prompts import EpisodeView
 from rubricgym.records import step_records
 from rubricgym.registration import expert_of
 from rubricgym.trainers.choice_policy import ChoicePolicy, ChoiceState, fill_templates
+from rubricgym.trainers.update import step_aggregation_base
 
 __all__ = ["ChoiceObjective", "ChoiceRollout", "ChoiceStep", "ChoiceTrainer", "IterationStats"]
 
@@ -210,19 +211,15 @@ class ChoiceTrainer:
 
     def _update(self, groups: list[list[ChoiceRollout]], values: list[list[np.ndarray]]) -> None:
         obj = self.objective
-        samples: list[tuple[ChoiceStep, float, float]] = []  # step, advantage, weight
         rollouts = [(r, v) for group, vs in zip(groups, values, strict=True) for r, v in zip(group, vs, strict=True)]
         kept = [(s, float(a), len(r.steps)) for r, v in rollouts for s, a in zip(r.steps, v, strict=True)
                 if not (obj.skip_zero_advantage and a == 0.0)]
         if not kept:
             return
-        if obj.loss_aggregation == "rollout_mean_step_mean":
-            total = sum(1.0 / t for _, _, t in kept)
-            samples = [(s, a, (1.0 / t) / total) for s, a, t in kept]
-        elif obj.loss_aggregation in ("token_mean", "step_mean"):
-            samples = [(s, a, 1.0 / len(kept)) for s, a, _ in kept]
-        else:
-            raise ValueError(f"unknown loss aggregation {obj.loss_aggregation!r}")
+        # the LLM trainer's aggregation rule, with one trained "token" (the choice) per step
+        base = step_aggregation_base(obj.loss_aggregation, [1.0] * len(kept), [t for _, _, t in kept])
+        total = sum(base)
+        samples = [(s, a, b / total) for (s, a, _), b in zip(kept, base, strict=True)]  # step, advantage, weight
         for _ in range(obj.epochs):
             self.optimizer.zero_grad(set_to_none=True)
             loss = torch.zeros(())

@@ -142,17 +142,24 @@ def counted_samples(samples: Sequence[StepSample], skip_zero: bool) -> list[Step
             or any(a != 0.0 for a, m in zip(s.token_advantages or [], s.loss_mask or [], strict=False) if m)]
 
 
-def aggregation_base(samples: Sequence[StepSample], aggregation: str) -> list[float]:
-    """Unnormalised per-sample weights: n_s (``token_mean``: trained tokens, so a sample without
-    any adds nothing), 1 (``step_mean``), 1/T_i (``rollout_mean_step_mean``); the last two count
-    every step, trained tokens or not."""
+def step_aggregation_base(aggregation: str, trained_tokens: Sequence[float], rollout_steps: Sequence[int]) -> list[float]:
+    """Unnormalised per-step weights, one per step (every trainer's one rule): n_s (``token_mean``:
+    the step's trained tokens, so a step without any adds nothing), 1 (``step_mean``), 1/T_i
+    (``rollout_mean_step_mean``, T_i the steps of the step's rollout); the last two count every
+    step, trained tokens or not."""
     if aggregation == "token_mean":
-        return [float(sum(s.loss_mask or [])) for s in samples]
+        return [float(n) for n in trained_tokens]
     if aggregation == "step_mean":
-        return [1.0] * len(samples)
+        return [1.0] * len(rollout_steps)
     if aggregation == "rollout_mean_step_mean":
-        return [1.0 / max(1, s.rollout_steps) for s in samples]
+        return [1.0 / max(1, t) for t in rollout_steps]
     raise ValueError(f"unknown loss aggregation {aggregation!r}")
+
+
+def aggregation_base(samples: Sequence[StepSample], aggregation: str) -> list[float]:
+    """``step_aggregation_base`` of the samples (trained tokens: their loss mask's)."""
+    return step_aggregation_base(aggregation, [sum(s.loss_mask or []) for s in samples],
+                                 [s.rollout_steps for s in samples])
 
 
 def aggregation_weights(samples: Sequence[StepSample], aggregation: str, total: float | None = None) -> list[float]:

@@ -13,7 +13,7 @@ from rubricgym.models import build_tiny_model
 from rubricgym.trainers.config import AlgorithmSettings, TrainConfig
 from rubricgym.trainers.loss import entropy_from_logits, policy_loss
 from rubricgym.trainers.rollout import StepSample
-from rubricgym.trainers.update import collate, ppo_update, response_logprobs
+from rubricgym.trainers.update import collate, ppo_update, response_logprobs, step_aggregation_base
 from trainer.tiny_lora import lora_tiny
 
 GRPO = resolve_estimator("grpo").objective
@@ -220,3 +220,13 @@ def test_trca_estimators_default_to_the_papers_objective():
     assert (chosen.ratio_level, chosen.loss_aggregation) == ("token", "step_mean")
     with pytest.raises(ValueError):
         AlgorithmSettings(loss_aggregation="sequence_mean")
+
+
+def test_step_aggregation_base_is_the_one_rule_of_every_trainer():
+    """Hand-computed: three steps, the first two of a 2-step rollout, the third of a 4-step one;
+    2, 0 and 3 trained tokens. The choice policy's trainer calls it with one token per step."""
+    assert step_aggregation_base("token_mean", [2, 0, 3], [2, 2, 4]) == [2.0, 0.0, 3.0]
+    assert step_aggregation_base("step_mean", [2, 0, 3], [2, 2, 4]) == [1.0, 1.0, 1.0]
+    assert step_aggregation_base("rollout_mean_step_mean", [2, 0, 3], [2, 2, 4]) == [0.5, 0.5, 0.25]
+    with pytest.raises(ValueError, match="unknown loss aggregation 'sum'"):
+        step_aggregation_base("sum", [1], [1])
