@@ -142,7 +142,8 @@ def counted_samples(samples: Sequence[StepSample], skip_zero: bool) -> list[Step
             or any(a != 0.0 for a, m in zip(s.token_advantages or [], s.loss_mask or [], strict=False) if m)]
 
 
-def step_aggregation_base(aggregation: str, trained_tokens: Sequence[float], rollout_steps: Sequence[int]) -> list[float]:
+def step_aggregation_base(aggregation: str, trained_tokens: Sequence[float],
+                          rollout_steps: Sequence[int]) -> list[float]:
     """Unnormalised per-step weights, one per step (every trainer's one rule): n_s (``token_mean``:
     the step's trained tokens, so a step without any adds nothing), 1 (``step_mean``), 1/T_i
     (``rollout_mean_step_mean``, T_i the steps of the step's rollout); the last two count every

@@ -34,7 +34,7 @@ except ImportError as exc:  # verl is missing: name the fix, not just the module
     raise ImportError(f"rubricgym.integrations.verl_agent_loop needs verl ({exc}): use the venv `make verl-venv` "
                       "builds (.venvs/verl, verl==0.9.1), docs/verl.md") from exc
 
-from rubricgym.integrations.trl_rollout import LiveEpisode, RubricRollout
+from rubricgym.integrations.trl_rollout import RubricRollout
 from rubricgym.integrations.verl import EPISODE_FIELD, episode_field
 from rubricgym.prompts import PromptSettings
 from rubricgym.registration import check_env_id, task_ids
@@ -88,7 +88,7 @@ class RubricAgentLoop(AgentLoopBase):
     async def _play(self, rollout: RubricRollout, extra: Mapping[str, Any],
                     sampling_params: dict[str, Any]) -> AgentLoopOutput:
         seconds = dict(rollout.seconds)
-        x: LiveEpisode = rollout.start_episode(0, {"seed": extra.get("seed"), "task_id": extra.get("task_id")}, self.tokenizer)
+        x = rollout.start_episode(0, {"seed": extra.get("seed"), "task_id": extra.get("task_id")}, self.tokenizer)
         if len(x.prompt_ids) > self.prompt_length:
             raise ValueError(f"{rollout.env_id} seed {x.episode.seed}: the first prompt has {len(x.prompt_ids)} tokens, "
                              f"more than actor_rollout_ref.rollout.prompt_length={self.prompt_length}; raise it "
