@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rubricgym.contract import Trajectory
 from rubricgym.estimators import CreditRollout, ResolvedEstimator, group_step_values
+from rubricgym.estimators.registry import LossAggregation
 from rubricgym.prompts import EpisodeView
 from rubricgym.records import step_records
 from rubricgym.registration import expert_of
@@ -42,8 +43,9 @@ class ChoiceObjective(BaseModel):
     clip_low: float = Field(0.2, ge=0)
     clip_high: float = Field(0.28, ge=0)
     entropy_coef: float = Field(0.001, ge=0)
-    loss_aggregation: str = Field("rollout_mean_step_mean", description="token_mean | step_mean | "
-                                  "rollout_mean_step_mean (one token per step: the first two agree)")
+    loss_aggregation: LossAggregation = Field(
+        "rollout_mean_step_mean", description="token_mean | step_mean | rollout_mean_step_mean (one token per "
+        "step: the first two agree); another value is refused when the study's config loads")
     skip_zero_advantage: bool = False
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from pydantic import ValidationError
 
 from rubricgym.estimators import resolve_estimator
 from rubricgym.trainers.choice_policy import ChoicePolicy, ChoiceState, Featurizer, fill_templates
@@ -77,3 +78,10 @@ def test_zero_advantages_leave_the_policy_as_it_was():
         assert torch.equal(before, trainer.policy.weights.weight)
     finally:
         trainer.close()
+
+
+def test_objective_refuses_an_unknown_loss_aggregation():
+    """A misspelt aggregation is refused when the study's config loads, not at the first update."""
+    with pytest.raises(ValidationError, match="loss_aggregation"):
+        ChoiceObjective(loss_aggregation="rollout_mean")
+    assert ChoiceObjective(loss_aggregation="step_mean").loss_aggregation == "step_mean"
