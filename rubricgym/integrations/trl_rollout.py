@@ -59,6 +59,11 @@ class RubricRollout:
                  min_turn_tokens: int = 8, **make_kwargs: Any):
         self.env_id = check_env_id(env_id)
         self.prompt = prompt or PromptSettings(style="chat")
+        if self.prompt.style != "chat":
+            # an episode here is one token sequence that grows by each observation turn; 'window'
+            # rebuilds every step's prompt from the last K steps, which no growing sequence holds
+            raise ValueError(f"prompt style {self.prompt.style!r} cannot be played as one growing sequence: the TRL "
+                             "and verl routes use style 'chat' (rubricgym's own trainer plays 'window')")
         self.max_new_tokens = max_new_tokens
         self.min_turn_tokens = min_turn_tokens
         self.make_kwargs = make_kwargs

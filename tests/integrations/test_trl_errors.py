@@ -57,3 +57,15 @@ def test_the_rollout_in_a_plain_grpo_trainer_names_rubric_grpo_trainer(tmp_path)
                         rollout_func=template.rollout_func)
     with pytest.raises(TypeError, match="RubricGRPOTrainer"):
         plain.train()
+
+
+def test_the_window_prompt_style_is_refused_with_the_style_that_works():
+    """An episode is one growing sequence here; 'window' prompts cannot be one (it used to fail
+    with an IndexError at the second turn)."""
+    need_trl_stack()
+    from rubricgym.integrations.trl import rubricgym_rollout_func
+    from rubricgym.prompts import PromptSettings
+
+    with pytest.raises(ValueError, match="style 'chat'"):
+        rubricgym_rollout_func("ALFWorld-Rubric-v0", prompt=PromptSettings(style="window"))
+    assert rubricgym_rollout_func("ALFWorld-Rubric-v0", prompt=PromptSettings(style="chat")).prompt.style == "chat"
