@@ -10,7 +10,10 @@ What the batch must carry: per response, under the non-tensor field ``EPISODE_FI
 (``rubricgym_episode``), its episode as ``Episode.to_dict()`` (or that dict as JSON): every step's
 env reward, context key, rubric records, anchor observation and token spans, the spans being
 positions in the response (verl's ``responses`` / ``response_mask`` columns). Groups are verl's
-``uid``. The registered function computes the per-step values and places them on tokens with
+``uid``. The outcome A_E standardizes is the benchmark's, as in rubricgym's own trainer (WebShop's
+is success, not the purchase score): the agent loop writes each row's env id under
+``ENV_ID_FIELD`` (``rubricgym_env_id``) and the rows are resolved per env id; a batch without
+that column gets the registration's settings (``outcome=``, else the return). The registered function computes the per-step values and places them on tokens with
 ``completion_advantages`` (the one credit path TRL's route and rubricgym's trainer use: per
 group ``group_step_values``, then ``token_advantages``, so TRCA lands on action tokens), and
 returns ``(advantages, returns)`` (both the advantages, as verl's GRPO does), shaped like
@@ -33,7 +36,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,11 +50,15 @@ except ImportError as exc:  # verl is missing: name the fix, not just the module
 
 from rubricgym.credit import DEFAULT_EPS
 from rubricgym.estimators import JudgeForCredit, ResolvedEstimator, estimator_names, resolve_estimator
+from rubricgym.estimators.resolve import OutcomeRule
 from rubricgym.integrations.episodes import Episode, completion_advantages
+from rubricgym.registration import get_spec
 
-__all__ = ["EPISODE_FIELD", "PREFIX", "batch_advantages", "episode_field", "register_estimators", "verl_name"]
+__all__ = ["ENV_ID_FIELD", "EPISODE_FIELD", "PREFIX", "batch_advantages", "episode_field", "register_estimators",
+           "verl_name"]
 
 EPISODE_FIELD = "rubricgym_episode"
+ENV_ID_FIELD = "rubricgym_env_id"
 PREFIX = "rubricgym_"
 _OURS = "_rubricgym_estimator"  # attribute marking a registry entry as made here
 _CALLERS = 4  # how far up the stack the batch is looked for
@@ -127,7 +134,28 @@ def _non_tensor_batch(index: Any) -> Mapping[str, Any]:
                      "through verl's compute_advantage, or pass non_tensor_batch=")
 
 
-def _estimator(resolved: ResolvedEstimator, judge: JudgeForCredit | None, training_step: int) -> Any:
+def _resolver(name: str, gamma: float | None, lam: float | None, eps: float,
+              outcome: OutcomeRule | None) -> Callable[[str | None], ResolvedEstimator]:
+    """The estimator's resolution for a row's env id: the benchmark's outcome default applies
+    under the caller's settings (None: no env id known, no benchmark default)."""
+    cache: dict[str | None, ResolvedEstimator] = {}
+
+    def resolved_for(env_id: str | None) -> ResolvedEstimator:
+        if env_id not in cache:
+            cache[env_id] = resolve_estimator(
+                name, gamma=gamma, lam=lam, eps=eps, outcome=outcome,
+                benchmark_outcome=get_spec(env_id).outcome if env_id is not None else None,
+                setting_names={"gamma": "register_estimators(gamma=)", "lam": "register_estimators(lam=)",
+                               "outcome": "register_estimators(outcome=)"})
+        return cache[env_id]
+
+    return resolved_for
+
+
+def _estimator(resolved_for: Callable[[str | None], ResolvedEstimator], judge: JudgeForCredit | None,
+               training_step: int) -> Any:
+    resolved = resolved_for(None)
+
     def estimate(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None,
                  config: Any = None, non_tensor_batch: Mapping[str, Any] | None = None,
                  **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -138,8 +166,16 @@ def _estimator(resolved: ResolvedEstimator, judge: JudgeForCredit | None, traini
         if uids is None:
             raise ValueError("the batch has no 'uid' column: rubricgym's estimators group rollouts by verl's uid")
         episodes = [_episode(v) for v in fields[EPISODE_FIELD]]
-        values = batch_advantages(resolved, episodes, list(uids), response_mask.detach().cpu().numpy(),
-                                  judge=judge, training_step=training_step)
+        mask = response_mask.detach().cpu().numpy()
+        env_ids = fields.get(ENV_ID_FIELD)
+        by_env: dict[str | None, list[int]] = {}
+        for row in range(len(episodes)):
+            by_env.setdefault(str(env_ids[row]) if env_ids is not None else None, []).append(row)
+        values = np.zeros(mask.shape, dtype=np.float64)
+        for env_id, rows in by_env.items():  # groups never span env ids: a uid is one row's rollouts
+            values[rows] = batch_advantages(resolved_for(env_id), [episodes[r] for r in rows],
+                                            [uids[r] for r in rows], mask[rows], judge=judge,
+                                            training_step=training_step)
         advantages = torch.as_tensor(values, dtype=token_level_rewards.dtype, device=response_mask.device)
         return advantages, advantages.clone()
 
@@ -150,19 +186,21 @@ def _estimator(resolved: ResolvedEstimator, judge: JudgeForCredit | None, traini
 
 
 def register_estimators(names: Iterable[str] | None = None, *, gamma: float | None = None, lam: float | None = None,
-                        eps: float = DEFAULT_EPS, judge: JudgeForCredit | None = None,
-                        training_step: int = 0) -> list[str]:
+                        eps: float = DEFAULT_EPS, outcome: OutcomeRule | None = None,
+                        judge: JudgeForCredit | None = None, training_step: int = 0) -> list[str]:
     """Register rubricgym estimators ``names`` (default: every registered one that needs no judge,
     and the DRACO ones too when ``judge`` is given) with verl's ``register_adv_est`` as
     ``rubricgym_<name>``, replacing this module's earlier registration of the same name; returns
-    the verl names. ``gamma``/``lam``/``eps`` are rubricgym's (``resolve_estimator``), not verl's
-    ``algorithm.gamma``/``algorithm.lam`` (GAE's). A DRACO estimator without a ``judge`` is an
+    the verl names. ``gamma``/``lam``/``eps``/``outcome`` are rubricgym's (``resolve_estimator``),
+    not verl's ``algorithm.gamma``/``algorithm.lam`` (GAE's); unset, ``outcome`` is each row's
+    benchmark's default (its ``rubricgym_env_id``). A DRACO estimator without a ``judge`` is an
     error: its values come from the judge's verdicts, which are not in the batch."""
     chosen = list(names) if names is not None else [
         n for n in estimator_names() if judge is not None or resolve_estimator(n).judge_variant is None]
     registered = []
     for name in chosen:
-        resolved = resolve_estimator(name, gamma=gamma, lam=lam, eps=eps)
+        resolved_for = _resolver(name, gamma, lam, eps, outcome)
+        resolved = resolved_for(None)
         if resolved.judge_variant is not None and judge is None:
             raise ValueError(f"estimator {name!r} needs a DRACO judge (its values come from the judge's verdicts on "
                              "the trajectories, not from the batch): register_estimators([...], judge=DracoJudge(...))")
@@ -171,7 +209,7 @@ def register_estimators(names: Iterable[str] | None = None, *, gamma: float | No
             if getattr(ADV_ESTIMATOR_REGISTRY[key], _OURS, None) is None:
                 raise ValueError(f"verl already has an advantage estimator {key!r} that rubricgym did not register")
             del ADV_ESTIMATOR_REGISTRY[key]
-        register_adv_est(key)(_estimator(resolved, judge, training_step))
+        register_adv_est(key)(_estimator(resolved_for, judge, training_step))
         registered.append(key)
     return registered
 

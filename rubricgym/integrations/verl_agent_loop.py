@@ -11,7 +11,8 @@ spans), so both routes hand their trainers the same episodes. The output is verl
 ``AgentLoopOutput`` with the episode return as ``reward_score`` (verl's ``rm_scores`` on the last
 token) and, in ``extra_fields``, ``rubricgym_episode``: ``Episode.to_dict()`` as JSON, with every
 step's env reward, context key, rubric records and token spans, the field rubricgym's
-estimators (``rubricgym.integrations.verl``) read from the batch. ``turn_scores`` (verl's own
+estimators (``rubricgym.integrations.verl``) read from the batch, and ``rubricgym_env_id`` (whose
+benchmark's outcome rule they apply). ``turn_scores`` (verl's own
 per-turn key) holds the steps' env rewards.
 
 ``verl_rows`` / ``write_verl_dataset`` write verl's parquet rows for an env id's tasks;
@@ -35,7 +36,7 @@ except ImportError as exc:  # verl is missing: name the fix, not just the module
                       "builds (.venvs/verl, verl==0.9.1), docs/verl.md") from exc
 
 from rubricgym.integrations.trl_rollout import RubricRollout
-from rubricgym.integrations.verl import EPISODE_FIELD, episode_field
+from rubricgym.integrations.verl import ENV_ID_FIELD, EPISODE_FIELD, episode_field
 from rubricgym.prompts import PromptSettings
 from rubricgym.registration import check_env_id, task_ids
 
@@ -118,8 +119,8 @@ class RubricAgentLoop(AgentLoopBase):
             prompt_ids=x.prompt_ids, response_ids=x.completion, response_mask=x.env_mask,
             response_logprobs=logprobs, reward_score=float(episode.env_return), num_turns=2 * len(episode.steps),
             metrics=AgentLoopMetrics(generate_sequences=generation, tool_calls=environment),
-            extra_fields={EPISODE_FIELD: episode_field(episode), "turn_scores": [s.env_reward for s in episode.steps],
-                          "tool_rewards": []},
+            extra_fields={EPISODE_FIELD: episode_field(episode), ENV_ID_FIELD: rollout.env_id,
+                          "turn_scores": [s.env_reward for s in episode.steps], "tool_rewards": []},
         )
 
     def _key(self, env_id: str) -> tuple[str, tuple[tuple[str, Any], ...]]:

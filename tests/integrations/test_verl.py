@@ -59,3 +59,14 @@ def test_a_batch_without_the_episode_field_is_refused_with_the_reason(run):
 def test_draco_needs_a_judge_and_is_not_registered_without_one(run):
     assert "needs a DRACO judge" in run["draco_without_judge"]
     assert run["draco_registered"] is False
+
+
+def test_the_rows_env_id_decides_the_outcome_as_in_rubricgym_s_trainer(run):
+    """WebShop standardizes success, not the purchase score: a batch carrying the loop's
+    rubricgym_env_id gets those values; one without it gets the registration's (the return)."""
+    ws = run["webshop_outcome"]
+    assert ws["returns"] == [1.0, pytest.approx(2 / 3), 0.0] and ws["successes"] == [True, False, False], ws
+    for name in ("grpo", "trca"):
+        got = ws[name]
+        assert got["benchmark_outcome"] == "success" and got["rules_differ"], got
+        assert got["equals_success_rule"] and got["without_env_id_equals_return_rule"], got

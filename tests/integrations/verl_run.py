@@ -36,11 +36,13 @@ from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 import rubricgym  # noqa: E402,F401  (registers the env ids)
 from rubricgym.integrations.episodes import Episode, completion_advantages  # noqa: E402
 from rubricgym.integrations.trl_rollout import RubricRollout  # noqa: E402
-from rubricgym.integrations.verl import EPISODE_FIELD, register_estimators, verl_name  # noqa: E402
-from rubricgym.registration import expert_of  # noqa: E402
+from rubricgym.estimators import resolve_estimator  # noqa: E402
+from rubricgym.integrations.verl import ENV_ID_FIELD, EPISODE_FIELD, register_estimators, verl_name  # noqa: E402
+from rubricgym.registration import expert_of, get_spec  # noqa: E402
 
 verl_import_s = time.perf_counter() - started
 ENV_ID = "ALFWorld-Rubric-v0"
+WEBSHOP = "WebShop-Rubric-v0"
 G = 3
 NAMES = ["trca", "trca_no_rf", "trca_no_rb", "gigpo", "gigpo_mean", "gigpo_context", "rloo", "grpo"]
 
@@ -49,8 +51,8 @@ class Scripted(RubricRollout):
     """The TRL rollout with scripted replies (token ids per row and turn) in place of sampling;
     the env, the prompts, the spans and the records stay real."""
 
-    def __init__(self, tokenizer: Any, scripts: Sequence[Sequence[str]], **kwargs: Any):
-        super().__init__(ENV_ID, **kwargs)
+    def __init__(self, tokenizer: Any, scripts: Sequence[Sequence[str]], env_id: str = ENV_ID, **kwargs: Any):
+        super().__init__(env_id, **kwargs)
         self.ids = [[list(tokenizer(text, add_special_tokens=False)["input_ids"]) + [tokenizer.eos_token_id]
                      for text in script] for script in scripts]
         self.turn = 0
@@ -87,6 +89,57 @@ def play(tokenizer: Any, task_seed: int, seed: int) -> dict[str, Any]:
         return rollout(["p"] * G, TrainerStandIn(tokenizer, [{"seed": seed, "task_id": task_id} for _ in range(G)]))
     finally:
         rollout.close()
+
+
+def play_webshop(tokenizer: Any) -> dict[str, Any]:
+    """One WebShop group whose returns are not its successes: the expert's purchase (1.0, a
+    success), the right product bought without its options (2/3, a failure), no purchase (0)."""
+    env = gym.make(WEBSHOP)
+    _, info = env.reset(seed=3)
+    task_id = str(info["task_id"])
+    expert, adapter = expert_of(env)
+    plan = [adapter.grammar.render(a) for a in expert(adapter)]
+    env.close()
+    scripts = [plan, plan[:2] + plan[-1:], plan[:2] + ["<action>click[< prev]</action>"] * (len(plan) - 2)]
+    rollout = Scripted(tokenizer, scripts, env_id=WEBSHOP, max_steps=len(plan))
+    try:
+        return rollout(["p"] * G, TrainerStandIn(tokenizer, [{"seed": 3, "task_id": task_id} for _ in range(G)]))
+    finally:
+        rollout.close()
+
+
+def webshop_outcome(tokenizer: Any) -> dict[str, Any]:
+    """The rows' env id decides the outcome A_E standardizes, as in rubricgym's own trainer
+    (WebShop's: success); without the env id column, the registration's (the return)."""
+    group = play_webshop(tokenizer)
+    episodes = [Episode.from_dict(e) for e in group[EPISODE_FIELD]]
+    length = max(len(c) for c in group["completion_ids"])
+    responses = torch.zeros((G, length), dtype=torch.long)
+    response_mask = torch.zeros((G, length), dtype=torch.long)
+    for i, (ids, mask) in enumerate(zip(group["completion_ids"], group["env_mask"], strict=True)):
+        responses[i, : len(ids)] = torch.tensor(ids)
+        response_mask[i, : len(mask)] = torch.tensor(mask)
+
+    def batch(with_env_id: bool) -> DataProto:
+        non_tensors = {"uid": np.array(["ws"] * G, dtype=object),
+                       EPISODE_FIELD: np.array([json.dumps(e) for e in group[EPISODE_FIELD]], dtype=object)}
+        if with_env_id:
+            non_tensors[ENV_ID_FIELD] = np.array([WEBSHOP] * G, dtype=object)
+        return DataProto.from_dict(tensors={"responses": responses.clone(), "response_mask": response_mask.clone(),
+                                            "token_level_rewards": torch.zeros((G, length))}, non_tensors=non_tensors)
+
+    out: dict[str, Any] = {"returns": [e.env_return for e in episodes], "successes": [e.success for e in episodes]}
+    for name in ("grpo", "trca"):
+        by_rule = {rule: torch.as_tensor(completion_advantages(resolve_estimator(name, outcome=rule), episodes, G,
+                                                               length)[0], dtype=torch.float32)
+                   for rule in ("success", "return")}
+        got = compute_advantage(batch(True), adv_estimator=verl_name(name), config=AlgoConfig()).batch["advantages"]
+        bare = compute_advantage(batch(False), adv_estimator=verl_name(name), config=AlgoConfig()).batch["advantages"]
+        out[name] = {"equals_success_rule": bool(torch.equal(got, by_rule["success"])),
+                     "rules_differ": not torch.equal(by_rule["success"], by_rule["return"]),
+                     "without_env_id_equals_return_rule": bool(torch.equal(bare, by_rule["return"])),
+                     "benchmark_outcome": get_spec(WEBSHOP).outcome}
+    return out
 
 
 def main(tokenizer_dir: str) -> None:
@@ -153,8 +206,9 @@ def main(tokenizer_dir: str) -> None:
         draco = "no error"
     except ValueError as exc:
         draco = str(exc)
+    webshop = webshop_outcome(tokenizer)
     print(json.dumps({
-        "results": results, "rows": len(rows), "length": length, "missing_field_error": missing,
+        "results": results, "webshop_outcome": webshop, "rows": len(rows), "length": length, "missing_field_error": missing,
         "draco_without_judge": draco, "draco_registered": verl_name("draco") in ADV_ESTIMATOR_REGISTRY,
         "successes": [Episode.from_dict(e).success for e in episodes],
         "steps": [len(Episode.from_dict(e).steps) for e in episodes],
