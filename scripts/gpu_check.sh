@@ -113,4 +113,14 @@ fi
     --max-steps 2 --max-new-tokens 512 --micro-batch-size 16 --iterations 2 --lora-r 64 --lora-all-linear \
     --json "$OUT/trainer_gpu_paper_shape.json" \
   || echo "gpu_check: the paper config's shape failed: see the log above" >&2
+# 6. optional: the verl recipe's smoke run (examples/verl_alfworld/run_trca_smoke.sh: rubricgym's agent loop on
+#    verl's async vLLM server, TRCA advantages, 2 PPO steps on 1 GPU) where verl 0.9.1 and vLLM are installed
+#    and VERL_MODEL names a local model folder (the lent machines have neither verl nor a network to fetch it)
+if [ -n "${VERL_MODEL:-}" ] && "$PY" -c "import verl, vllm" 2>/dev/null; then
+  "$PY" examples/verl_alfworld/prepare_data.py "$SHIM/verl_data" --smoke
+  MODEL="$VERL_MODEL" DATA="$SHIM/verl_data" PYTHON="$PY" timeout 540 bash examples/verl_alfworld/run_trca_smoke.sh \
+      > "$OUT/verl_smoke.log" 2>&1 || echo "gpu_check: the verl smoke run failed: see $OUT/verl_smoke.log" >&2
+else
+  echo "verl smoke run skipped: needs verl 0.9.1 and vLLM importable and VERL_MODEL=/a/local/model" >&2
+fi
 echo "gpu_check: OK -> $OUT"
