@@ -3,7 +3,9 @@
 # rubricgym's agent loop), 2 GPUs, 150 steps of 16 tasks x 8 rollouts. Modelled on verl-agent's
 # examples/gigpo_trainer/run_alfworld.sh (its hyperparameters; docs/verl.md says what differs).
 # NOT RUN YET on a GPU: every override is checked against verl 0.9.1's config tree and its
-# validate_config on CPU (tests/integrations/test_verl_recipe.py).
+# validate_config on CPU (tests/integrations/test_verl_recipe.py). model.external_lib registers
+# rubricgym_trca & co. where compute_advantage runs: verl imports it when it builds the model
+# config, first in its trainer's Ray actor (importing it in this shell would not reach that actor).
 #
 #   python examples/verl_alfworld/prepare_data.py data/verl_alfworld
 #   MODEL=/path/to/Qwen2.5-1.5B-Instruct bash examples/verl_alfworld/run_trca.sh [more overrides]
@@ -11,9 +13,6 @@ set -euo pipefail
 MODEL=${MODEL:-Qwen/Qwen2.5-1.5B-Instruct}
 DATA=${DATA:-$PWD/data/verl_alfworld}
 NGPUS=${NGPUS:-2}
-# registers rubricgym_trca & co. in every process that imports verl, the trainer's Ray actor
-# included (importing rubricgym.integrations.verl in the launching process is not enough)
-export VERL_USE_EXTERNAL_MODULES=rubricgym.integrations.verl
 
 "${PYTHON:-python}" -m verl.trainer.main_ppo \
     trainer.use_v1=False \
@@ -26,6 +25,7 @@ export VERL_USE_EXTERNAL_MODULES=rubricgym.integrations.verl
     data.max_response_length=16384 \
     data.dataloader_num_workers=2 \
     actor_rollout_ref.model.path="$MODEL" \
+    actor_rollout_ref.model.external_lib=rubricgym.integrations.verl \
     actor_rollout_ref.model.use_remove_padding=True \
     actor_rollout_ref.model.enable_gradient_checkpointing=True \
     actor_rollout_ref.actor.optim.lr=1e-6 \

@@ -9,7 +9,6 @@
 set -euo pipefail
 MODEL=${MODEL:-Qwen/Qwen2.5-1.5B-Instruct}
 DATA=${DATA:-$PWD/data/verl_alfworld_smoke}
-export VERL_USE_EXTERNAL_MODULES=rubricgym.integrations.verl
 
 "${PYTHON:-python}" -m verl.trainer.main_ppo \
     trainer.use_v1=False \
@@ -21,6 +20,7 @@ export VERL_USE_EXTERNAL_MODULES=rubricgym.integrations.verl
     data.max_response_length=3072 \
     data.dataloader_num_workers=0 \
     actor_rollout_ref.model.path="$MODEL" \
+    actor_rollout_ref.model.external_lib=rubricgym.integrations.verl \
     actor_rollout_ref.actor.optim.lr=1e-6 \
     actor_rollout_ref.actor.ppo_mini_batch_size=2 \
     actor_rollout_ref.actor.use_dynamic_bsz=True \

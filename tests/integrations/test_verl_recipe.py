@@ -1,8 +1,9 @@
 """The verl GPU recipe (issue 55 item 5; examples/verl_alfworld/, docs/verl.md) checked on CPU:
 its data and agent-loop yaml are written by rubricgym's helpers, both launch scripts' overrides
-compose against verl 0.9.1's own config and pass its validate_config, and the variable the
-scripts export registers rubricgym's estimators in a fresh verl process (as in verl's trainer
-actor). The run itself needs GPUs and vLLM (scripts/gpu_check.sh)."""
+compose against verl 0.9.1's own config and pass its validate_config, and the module the scripts
+name in ``model.external_lib`` registers rubricgym's estimators in a fresh verl process when verl
+imports it the way its model config does (tests/integrations/test_verl_ppo_step.py checks that
+verl's own config does it). The run itself needs GPUs and vLLM (scripts/gpu_check.sh)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from requirements_guard import need_path
 
 ROOT = Path(__file__).resolve().parents[2]
 VERL_PYTHON = ROOT / ".venvs" / "verl" / "bin" / "python"
-LOOKUP = ("from verl.trainer.ppo.core_algos import get_adv_estimator_fn; "
+LOOKUP = ("import sys; from verl.utils.import_utils import import_external_libs; "
+          "from verl.trainer.ppo.core_algos import get_adv_estimator_fn; import_external_libs(sys.argv[1] or None); "
           "print(get_adv_estimator_fn('rubricgym_trca').__name__)")
 
 pytestmark = pytest.mark.slow
@@ -50,13 +52,14 @@ def test_a_key_verl_does_not_have_is_refused(run):
     assert "group_size" in run["misspelt"] and run["misspelt"] != "no error"
 
 
-def test_the_exported_variable_registers_the_estimators_in_a_fresh_verl_process(run):
-    exports = run["full"]["exports"]
-    assert exports == run["smoke"]["exports"] == {"VERL_USE_EXTERNAL_MODULES": "rubricgym.integrations.verl"}
-    base = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
-    with_it = subprocess.run([str(VERL_PYTHON), "-c", LOOKUP], env={**base, **exports}, capture_output=True,
-                             text=True, timeout=120, check=False)
+def test_external_lib_registers_the_estimators_in_a_fresh_verl_process(run):
+    lib = run["full"]["external_lib"]
+    assert lib == run["smoke"]["external_lib"] == "rubricgym.integrations.verl"
+    assert run["full"]["exports"] == run["smoke"]["exports"] == {}  # the config carries it, no environment
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERL_")}
+    with_it = subprocess.run([str(VERL_PYTHON), "-c", LOOKUP, lib], env=env, capture_output=True, text=True,
+                             timeout=120, check=False)
     assert with_it.returncode == 0 and with_it.stdout.strip().endswith("rubricgym_trca"), with_it.stderr[-3000:]
-    without = subprocess.run([str(VERL_PYTHON), "-c", LOOKUP], env=base, capture_output=True, text=True,
+    without = subprocess.run([str(VERL_PYTHON), "-c", LOOKUP, ""], env=env, capture_output=True, text=True,
                              timeout=120, check=False)
     assert without.returncode != 0 and "rubricgym_trca" in without.stderr

@@ -50,7 +50,7 @@ def check(script: Path, data: Path, ngpus: str) -> dict[str, Any]:
     named = [cfg.data.train_files, cfg.data.val_files, rollout.agent.agent_loop_config_path]
     loop = OmegaConf.load(rollout.agent.agent_loop_config_path)
     return {
-        "overrides": len(args), "exports": exports, "use_v1": cfg.trainer.use_v1,
+        "overrides": len(args), "exports": exports, "external_lib": cfg.actor_rollout_ref.model.external_lib, "use_v1": cfg.trainer.use_v1,
         "adv_estimator": cfg.algorithm.adv_estimator, "need_critic": need_critic(cfg),
         "rollout": {"name": rollout.name, "mode": rollout.mode, "n": rollout.n, "prompt_length": rollout.prompt_length,
                     "response_length": rollout.response_length, "max_model_len": rollout.max_model_len},
