@@ -116,3 +116,17 @@ def test_the_loop_refuses_a_row_without_a_seed_and_a_prompt_it_would_cut(run):
     assert run["missing_seed_error"].startswith("MissingSeed: prompt row 0 has no 'seed'")
     assert "actor_rollout_ref.rollout.prompt_length=64" in run["prompt_too_long_error"]
     assert run["calls_after_refusals"] == 0  # refused before the model was asked
+
+
+def test_many_episodes_in_one_worker_keep_to_their_own_envs(run):
+    """Six rows x two rollouts in flight at once in one worker, their turns interleaved (the
+    server yields on every call, as a network wait does): each episode replays alike in a fresh
+    env from its own row's seed and task; the env pool grows to the episodes in flight and a
+    second batch reuses it."""
+    many = run["concurrency"]
+    for round_ in ("first", "second"):
+        got = many[round_]
+        assert got["interleaved"] and got["requests"] == many["episodes"], got
+        assert got["mismatched"] == [], got
+        assert got["successes"] == [True, False] * (many["episodes"] // 2), got  # the plan wins, wandering does not
+        assert got["pooled_envs"] == many["episodes"] and got["credit_equal"], got

@@ -46,6 +46,7 @@ import rubricgym  # noqa: E402,F401  (registers the env ids)
 from rubricgym.integrations.episodes import Episode, completion_advantages  # noqa: E402
 from rubricgym.integrations.verl import EPISODE_FIELD, verl_name  # noqa: E402
 from rubricgym.integrations.verl_agent_loop import (  # noqa: E402
+    _POOL,
     AGENT_NAME,
     close_envs,
     write_agent_loop_config,
@@ -60,6 +61,7 @@ SEED, REPLAY_SEED = 5, 2
 MAX_STEPS, MAX_NEW_TOKENS, RESPONSE_LENGTH = 2, 16, 320
 REPLAY_RESPONSE_LENGTH = 4096
 NAMES = ["trca", "gigpo", "grpo"]
+CONCURRENT_ROWS = 6  # x N rollouts in flight at once in one worker
 
 
 class TransformersServer:
@@ -116,6 +118,63 @@ class ReplayServer:
         turn = self.turns[request_id]
         self.turns[request_id] += 1
         return TokenOutput(token_ids=self.ids[self.order.index(request_id)][turn], stop_reason="completed")
+
+
+class InterleavingReplayServer(ReplayServer):
+    """``ReplayServer`` that yields to the event loop on every call, as a real server's network
+    wait does, so the worker's episodes interleave turn by turn; it records the call order."""
+
+    def __init__(self, tokenizer: Any, scripts: Sequence[Sequence[str]]):
+        super().__init__(tokenizer, scripts)
+        self.calls: list[str] = []
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any],
+                       **kwargs: Any) -> TokenOutput:
+        self.calls.append(request_id)
+        await asyncio.sleep(0)
+        return await super().generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params, **kwargs)
+
+
+def pooled_envs() -> int:
+    return sum(len(rollouts) for rollouts in _POOL.values())
+
+
+def concurrency(model_dir: str, work: Path, tokenizer: Any, rows: int) -> dict[str, Any]:
+    """``rows`` rows x N rollouts through one worker at once (the expert's plan against wandering
+    per row), their turns interleaved: no episode may see another's env (each replays alike in a
+    fresh env), the env pool grows to the number of episodes and is reused by a second batch."""
+    tasks = task_ids(ENV_ID)[:rows]
+    seeds = [100 + k for k in range(rows)]
+    parquet = write_verl_dataset(work / "many.parquet", ENV_ID, seeds, tasks)
+    pairs = [expert_scripts(t, s) for t, s in zip(tasks, seeds, strict=True)]
+    longest = max(len(w) for _, w in pairs)  # every wandering script runs to the step budget
+    scripts = [(plan, (wander * longest)[:longest]) for plan, wander in pairs]
+    loops = write_agent_loop_config(work / "many_loops.yaml", max_steps=longest, max_new_tokens=MAX_NEW_TOKENS,
+                                    prompt={"format_example": True})
+    config = verl_config(model_dir, work, loops, response_length=REPLAY_RESPONSE_LENGTH)
+    order = [script for pair in scripts for script in pair]  # rows repeated interleaved: row k's two rollouts
+    close_envs()
+    out: dict[str, Any] = {"episodes": rows * N}
+    for round_ in ("first", "second"):
+        server = InterleavingReplayServer(tokenizer, order)
+        batch = play(AgentLoopWorker(config, server), trainer_batch(config, tokenizer, parquet))
+        episodes = [Episode.from_dict(json.loads(e)) for e in batch.non_tensor_batch[EPISODE_FIELD]]
+        extra = batch.non_tensor_batch["extra_info"]
+        calls = server.calls
+        contiguous = all(calls.index(r) + calls.count(r) - 1 == len(calls) - 1 - calls[::-1].index(r) for r in set(calls))
+        mismatched = []
+        for i, episode in enumerate(episodes):
+            replies = [tokenizer.decode(batch.batch["responses"][i, s.response[0]: s.response[1]].tolist(),
+                                        skip_special_tokens=True) for s in episode.steps]
+            again = replay(episode, replies, extra[i]["task_id"], max_steps=longest)
+            if (again["rewards"] != [s.env_reward for s in episode.steps] or episode.task_id != extra[i]["task_id"]
+                    or episode.seed != extra[i]["seed"] or replies != [t for t in order[i]][: len(replies)]):
+                mismatched.append(i)
+        out[round_] = {"mismatched": mismatched, "interleaved": not contiguous, "pooled_envs": pooled_envs(),
+                       "successes": [e.success for e in episodes], "requests": len(set(calls)),
+                       "credit_equal": all(r["equal"] for r in credit(batch).values())}
+    close_envs()
+    return out
 
 
 def expert_scripts(task_id: str, seed: int) -> tuple[list[str], list[str]]:
@@ -196,9 +255,9 @@ def credit(batch: DataProto) -> dict[str, Any]:
     return results
 
 
-def replay(episode: Episode, replies: Sequence[str], task_id: str) -> dict[str, Any]:
+def replay(episode: Episode, replies: Sequence[str], task_id: str, max_steps: int = MAX_STEPS) -> dict[str, Any]:
     """The replies through a fresh env from the same seed and task: the env rewards must repeat."""
-    env = gym.make(ENV_ID, max_steps=MAX_STEPS)
+    env = gym.make(ENV_ID, max_steps=max_steps)
     try:
         env.reset(seed=episode.seed, options={"task_id": task_id})
         rewards, ended = [], False
@@ -305,7 +364,11 @@ def main(model_dir: str, work_dir: str) -> None:
     calls = len(server.calls)
     too_long = error_of(lambda: play(short, trainer_batch(config, worker.tokenizer, parquet, slice(0, 1))))
     close_envs()
+    t1 = time.perf_counter()
+    many = concurrency(model_dir, work, worker.tokenizer, rows=CONCURRENT_ROWS)
+    many["seconds"] = round(time.perf_counter() - t1, 1)
     print(json.dumps({
+        "concurrency": many,
         "rows": rows, "registered": registered, "per_row": per_row, "results": results, "replay": replay_group,
         "logprob_gap": logprob_gap, "calls": server.calls[:calls], "calls_after_refusals": len(server.calls) - calls,
         "missing_seed_error": missing_seed, "prompt_too_long_error": too_long,
