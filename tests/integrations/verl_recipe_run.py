@@ -18,10 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import verl
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-
-import verl
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import omega_conf_to_dataclass, validate_config
 
