@@ -33,7 +33,22 @@ def _default_threads() -> str:
     return f"{default_threads()} (run.threads unset: the usable CPUs, at most 2)"
 
 
-def demo_record(run_dir: Path) -> dict[str, Any]:
+DEMO_COMMAND = "make demo  (= .venv/bin/python -m rubricgym.cli train, embedded defaults)"
+ITERATION_KEYS = ("iteration", "success_rate", "trca_reward_mean", "return_mean", "action_parsed_rate", "kl",
+                  "entropy", "time/iteration_s")
+
+
+def iteration_lines(run_dir: Path) -> list[dict[str, Any]]:
+    """The RL iterations' training metrics (``metrics.jsonl``; warm-start and evaluation lines left out)."""
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [{k: m[k] for k in ITERATION_KEYS if k in m} for m in lines
+            if m.get("phase") != "warmup" and "eval" not in m and "success_rate" in m]
+
+
+def demo_record(run_dir: Path, command: str = DEMO_COMMAND) -> dict[str, Any]:
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     evaluations = json.loads((run_dir / "evaluations.json").read_text(encoding="utf-8"))
     config = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
@@ -45,7 +60,7 @@ def demo_record(run_dir: Path) -> dict[str, Any]:
 
     return {
         "benchmark": "demo_cpu",
-        "command": "make demo  (= .venv/bin/python -m rubricgym.cli train, embedded defaults)",
+        "command": command,
         "date": summary.get("finished_at"),
         "run_dir": summary["run_dir"],
         "device": "cpu" if not torch.cuda.is_available() else torch.cuda.get_device_name(0),
@@ -67,7 +82,8 @@ def demo_record(run_dir: Path) -> dict[str, Any]:
         "rl": {"iterations": summary["iterations"], "advantage": summary["advantage"],
                "trained_samples": summary["trained_samples"], "final_kl": summary["final_kl"],
                "distinct_group_share": summary["distinct_group_share"],
-               "entropy_first_iteration": summary.get("rl_entropy_first")},
+               "entropy_first_iteration": summary.get("rl_entropy_first"),
+               "per_iteration": iteration_lines(run_dir)},
         "target": {
             "success_after_rl_above_warm_start": after["success_rate"] > warm["success_rate"],
             "within_25_min": summary["wall_s"] <= 25 * 60,
@@ -80,8 +96,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dir", type=Path, help="the main job's run folder (printed at its end)")
     ap.add_argument("--json", dest="out", default=None, help="write the result here (JSON)")
+    ap.add_argument("--command", default=DEMO_COMMAND, help="the command the run was made with (default: make demo)")
     args = ap.parse_args(argv)
-    record = demo_record(args.run_dir)
+    record = demo_record(args.run_dir, args.command)
     record["target"]["met"] = all(record["target"].values())
     text = json.dumps(record, indent=2)
     if args.out:

@@ -3,8 +3,10 @@ batch per turn, the three evaluations of a run (tiny random model, word task).""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -28,6 +30,7 @@ from rubricgym.trainers.evaluation import (
 from rubricgym.trainers.rollout import Rollout, StepSample
 from rubricgym.trainers.trainer import EVALUATIONS_FILE, Trainer
 
+ROOT = Path(__file__).resolve().parents[2]
 SPLIT = [
     "model.name=tiny", f"env.id={TRAIN_ID}", "env.max_steps=2", "algorithm.advantage=grpo",
     "algorithm.group_size=2", "algorithm.tasks_per_iteration=1", "generation.max_new_tokens=6",
@@ -178,6 +181,15 @@ def test_a_run_records_three_evaluations_with_intervals(tmp_path):
     assert 0.0 <= summary["distinct_group_share"] <= 1.0
     assert "distinct_group_share" in trainer.read_metrics()[0]
     assert {m["eval"] for m in trainer.read_metrics(None) if "eval" in m} == {"before", "after_warmup", "after"}
+    # what benchmarks/demo_results.py makes of the run folder (the main job's result file)
+    spec = importlib.util.spec_from_file_location("demo_results", ROOT / "benchmarks" / "demo_results.py")
+    demo_results = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo_results)
+    record = demo_results.demo_record(tmp_path / "run", command="a test")
+    assert record["command"] == "a test" and record["evaluations"]["after"] == summary["after"]
+    assert [m["iteration"] for m in record["rl"]["per_iteration"]] == [m["iteration"] for m in trainer.read_metrics()]
+    rl_helped = summary["after"]["success_rate"] > summary["after_warmup"]["success_rate"]
+    assert record["target"]["success_after_rl_above_warm_start"] == rl_helped
 
 
 def test_before_is_evaluated_once_without_a_warm_start_and_not_again_on_resume(tmp_path):
