@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 VERL_PYTHON = ROOT / ".venvs" / "verl" / "bin" / "python"
 NAMES = ["trca", "trca_no_rf", "trca_no_rb", "gigpo", "gigpo_mean", "gigpo_context", "rloo", "grpo"]
 
-pytestmark = pytest.mark.slow
+# one xdist worker runs the module, so its fixture (a verl run) runs once, not once per worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("verl")]
 
 
 @pytest.fixture(scope="module")

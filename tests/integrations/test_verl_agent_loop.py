@@ -22,7 +22,8 @@ VERL_PYTHON = ROOT / ".venvs" / "verl" / "bin" / "python"
 NAMES = ["trca", "gigpo", "grpo"]
 AGENT_NAME = "rubricgym_agent"  # the name the loop registers under (verl_agent_loop.AGENT_NAME)
 
-pytestmark = pytest.mark.slow
+# one xdist worker runs the module, so its fixture (a verl run) runs once, not once per worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("verl-agent-loop")]
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 VERL_PYTHON = ROOT / ".venvs" / "verl" / "bin" / "python"
 ESTIMATOR = "rubricgym_trca"
 
-pytestmark = pytest.mark.slow
+# one xdist worker runs the module, so its fixture (a verl run) runs once, not once per worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("verl-ppo-step")]
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,8 @@ LOOKUP = ("import sys; from verl.utils.import_utils import import_external_libs;
           "from verl.trainer.ppo.core_algos import get_adv_estimator_fn; import_external_libs(sys.argv[1] or None); "
           "print(get_adv_estimator_fn('rubricgym_trca').__name__)")
 
-pytestmark = pytest.mark.slow
+# one xdist worker runs the module, so its fixture (a verl run) runs once, not once per worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("verl-recipe")]
 
 
 @pytest.fixture(scope="module")

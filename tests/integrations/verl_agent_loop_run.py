@@ -168,7 +168,7 @@ def concurrency(model_dir: str, work: Path, tokenizer: Any, rows: int) -> dict[s
                                         skip_special_tokens=True) for s in episode.steps]
             again = replay(episode, replies, extra[i]["task_id"], max_steps=longest)
             if (again["rewards"] != [s.env_reward for s in episode.steps] or episode.task_id != extra[i]["task_id"]
-                    or episode.seed != extra[i]["seed"] or replies != [t for t in order[i]][: len(replies)]):
+                    or episode.seed != extra[i]["seed"] or replies != list(order[i][: len(replies)])):
                 mismatched.append(i)
         out[round_] = {"mismatched": mismatched, "interleaved": not contiguous, "pooled_envs": pooled_envs(),
                        "successes": [e.success for e in episodes], "requests": len(set(calls)),
