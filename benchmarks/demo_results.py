@@ -39,13 +39,13 @@ ITERATION_KEYS = ("iteration", "success_rate", "trca_reward_mean", "return_mean"
 
 
 def iteration_lines(run_dir: Path) -> list[dict[str, Any]]:
-    """The RL iterations' training metrics (``metrics.jsonl``; warm-start and evaluation lines left out)."""
-    path = run_dir / "metrics.jsonl"
-    if not path.is_file():
-        return []
-    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [{k: m[k] for k in ITERATION_KEYS if k in m} for m in lines
-            if m.get("phase") != "warmup" and "eval" not in m and "success_rate" in m]
+    """The RL iterations' training metrics (the "rl" phase of ``metrics.jsonl``, as
+    ``Trainer.read_metrics`` reads it)."""
+    from rubricgym.trainers.run_files import read_metrics_lines
+    from rubricgym.trainers.trainer import METRICS_FILE
+
+    return [{k: m[k] for k in ITERATION_KEYS if k in m} for m in read_metrics_lines(run_dir / METRICS_FILE)
+            if m.get("phase", "rl") == "rl"]
 
 
 def demo_record(run_dir: Path, command: str = DEMO_COMMAND) -> dict[str, Any]:

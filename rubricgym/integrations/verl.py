@@ -13,11 +13,11 @@ positions in the response (verl's ``responses`` / ``response_mask`` columns). Gr
 ``uid``. The outcome A_E standardizes is the benchmark's, as in rubricgym's own trainer (WebShop's
 is success, not the purchase score): the agent loop writes each row's env id under
 ``ENV_ID_FIELD`` (``rubricgym_env_id``) and the rows are resolved per env id; a batch without
-that column gets the registration's settings (``outcome=``, else the return). The registered function computes the per-step values and places them on tokens with
-``completion_advantages`` (the one credit path TRL's route and rubricgym's trainer use: per
-group ``group_step_values``, then ``token_advantages``, so TRCA lands on action tokens), and
-returns ``(advantages, returns)`` (both the advantages, as verl's GRPO does), shaped like
-``response_mask``.
+that column gets the registration's settings (``outcome=``, else the return). The registered
+function computes the per-step values and places them on tokens with ``completion_advantages``
+(the one credit path TRL's route and rubricgym's trainer use: per group ``group_step_values``,
+then ``token_advantages``, so TRCA lands on action tokens), and returns ``(advantages,
+returns)`` (both the advantages, as verl's GRPO does), shaped like ``response_mask``.
 
 How it reaches the records: verl 0.9.1's ``compute_advantage`` hands a registered estimator only
 ``token_level_rewards``, ``response_mask``, ``config``, ``index`` (the ``uid`` column) and

@@ -12,8 +12,8 @@ spans), so both routes hand their trainers the same episodes. The output is verl
 token) and, in ``extra_fields``, ``rubricgym_episode``: ``Episode.to_dict()`` as JSON, with every
 step's env reward, context key, rubric records and token spans, the field rubricgym's
 estimators (``rubricgym.integrations.verl``) read from the batch, and ``rubricgym_env_id`` (whose
-benchmark's outcome rule they apply). ``turn_scores`` (verl's own
-per-turn key) holds the steps' env rewards.
+benchmark's outcome rule they apply). ``turn_scores`` (verl's own per-turn key) holds the steps'
+env rewards.
 
 ``verl_rows`` / ``write_verl_dataset`` write verl's parquet rows for an env id's tasks;
 ``write_agent_loop_config`` writes the file ``actor_rollout_ref.rollout.agent.agent_loop_config_path``

@@ -161,7 +161,9 @@ def concurrency(model_dir: str, work: Path, tokenizer: Any, rows: int) -> dict[s
         episodes = [Episode.from_dict(json.loads(e)) for e in batch.non_tensor_batch[EPISODE_FIELD]]
         extra = batch.non_tensor_batch["extra_info"]
         calls = server.calls
-        contiguous = all(calls.index(r) + calls.count(r) - 1 == len(calls) - 1 - calls[::-1].index(r) for r in set(calls))
+        # a request's calls are contiguous when its first and last call enclose no other request's
+        last = {r: k for k, r in enumerate(calls)}
+        contiguous = all(last[r] - calls.index(r) + 1 == calls.count(r) for r in last)
         mismatched = []
         for i, episode in enumerate(episodes):
             replies = [tokenizer.decode(batch.batch["responses"][i, s.response[0]: s.response[1]].tolist(),

@@ -135,8 +135,7 @@ def _estimator(settings: ChoiceStudySettings, label: str) -> ResolvedEstimator:
     name, lam = parse_label(label)
     objective = settings.objective
     return resolve_estimator(name, lam=lam, benchmark_outcome=get_spec(settings.env_id).outcome,
-                             ratio_level="action",
-                             loss_aggregation=objective.loss_aggregation,
+                             ratio_level="action", loss_aggregation=objective.loss_aggregation,
                              skip_zero_advantage=objective.skip_zero_advantage,
                              setting_names={"lam": "the study's λ sweep", "ratio_level": "the choice policy",
                                             "loss_aggregation": "the study's objective",
