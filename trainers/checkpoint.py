@@ -3,6 +3,8 @@
 A checkpoint is a folder ``checkpoint-<iteration>``::
 
     adapter/adapter_model.safetensors   LoRA weights (peft's own file)
+    kl_reference.safetensors            the KL term's reference adapter, when a warm start
+                                        made it (peft's saved keys; trainers/reference.py)
     tensors.safetensors                 optimizer state tensors, torch / CUDA RNG states
     trainer_state.json                  counters, optimizer settings, scheduler, Python and
                                         NumPy RNG states, the run's config and its hash
@@ -41,6 +43,7 @@ from rubricgym.atomic_files import atomic_write_text
 from rubricgym.trainers.distributed import snapshot_tensors
 from rubricgym.trainers.parallel.base import ParallelStrategy
 from rubricgym.trainers.parallel.choose import single_process
+from rubricgym.trainers.reference import KLReference
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ PREFIX = "checkpoint-"
 ADAPTER_DIR = "adapter"
 ADAPTER_FILE = f"{ADAPTER_DIR}/adapter_model.safetensors"
 TENSORS_FILE = "tensors.safetensors"
+REFERENCE_FILE = "kl_reference.safetensors"
 STATE_FILE = "trainer_state.json"
 MANIFEST_FILE = "manifest.json"
 LEGACY_PICKLE = "trainer_state.pt"
@@ -294,14 +298,16 @@ def save_checkpoint(run_dir: Path, iteration: int, model: Any, optimizer: Any, s
                     extra: dict[str, Any], keep: int = 2, world_size: int = 1,
                     rank_rng: dict[int, dict[str, Any]] | None = None,
                     adapter_state: dict[str, torch.Tensor] | None = None,
-                    optimizer_state: dict[str, Any] | None = None) -> Path:
+                    optimizer_state: dict[str, Any] | None = None,
+                    reference_state: dict[str, torch.Tensor] | None = None) -> Path:
     """Write ``checkpoint-<iteration>`` atomically (temporary folder, fsync, manifest last,
     rename) and keep the newest ``keep``. ``extra``: ``data_position``, ``warmup_done``,
     ``config`` (JSON-able; never secrets - the config refuses them). Several processes: rank
     0 writes (its adapter and optimizer state are every rank's) and ``rank_rng`` holds the
     other ranks' RNG snapshots (``trainers.distributed.rng_snapshot``). A partitioned model or
     optimizer passes its whole tensors, gathered by every rank (``ParallelStrategy.full_*``):
-    ``adapter_state`` (by parameter name) and ``optimizer_state``."""
+    ``adapter_state`` (by parameter name) and ``optimizer_state``. ``reference_state``: the KL
+    reference's adapter (``KLReference.state``), None while the reference is the base."""
     run_dir = Path(run_dir)
     final = run_dir / f"{PREFIX}{iteration:06d}"
     groups, scalars, tensors = _split_optimizer(optimizer_state or optimizer.state_dict())
@@ -324,6 +330,8 @@ def save_checkpoint(run_dir: Path, iteration: int, model: Any, optimizer: Any, s
     try:
         model.save_pretrained(str(tmp / ADAPTER_DIR), state_dict=adapter_state)
         save_file(tensors, str(tmp / TENSORS_FILE))
+        if reference_state is not None:
+            save_file(reference_state, str(tmp / REFERENCE_FILE))
         (tmp / STATE_FILE).write_text(state.model_dump_json(), encoding="utf-8")
         files = {}
         for path in sorted(p for p in tmp.rglob("*") if p.is_file()):
@@ -418,6 +426,7 @@ class _Loaded:
     state: TrainerState
     tensors: dict[str, torch.Tensor]
     adapter: dict[str, torch.Tensor]
+    reference: dict[str, torch.Tensor] | None = None
 
 
 def read_checkpoint(path: Path) -> _Loaded:
@@ -433,7 +442,8 @@ def read_checkpoint(path: Path) -> _Loaded:
     tensors = _load_tensors(path / TENSORS_FILE)
     if "rng/torch" not in tensors:
         raise CheckpointError(path / TENSORS_FILE, "has no torch RNG state")
-    return _Loaded(path, state, tensors, _load_tensors(path / ADAPTER_FILE))
+    reference = _load_tensors(path / REFERENCE_FILE) if (path / REFERENCE_FILE).is_file() else None
+    return _Loaded(path, state, tensors, _load_tensors(path / ADAPTER_FILE), reference)
 
 
 def read_state(path: Path) -> TrainerState:
@@ -475,10 +485,19 @@ def _move_aside(ckpt: Path) -> Path:
 
 # ---- restore -----------------------------------------------------------------------------
 def apply_checkpoint(loaded: _Loaded, model: Any, optimizer: Any, scheduler: Any, rank: int = 0,
-                     parallel: ParallelStrategy | None = None) -> None:
+                     parallel: ParallelStrategy | None = None, reference: KLReference | None = None) -> None:
     """Load the adapter, optimizer, scheduler and RNG state; ``parallel`` lays the whole saved
-    tensors out as the run's strategy holds them (e.g. each rank cuts its own shards)."""
+    tensors out as the run's strategy holds them (e.g. each rank cuts its own shards).
+    ``reference``: takes the checkpoint's KL reference (loaded through the adapter first)."""
     parallel = parallel or single_process()
+    if reference is not None and loaded.reference is not None:
+        problem = parallel.load_adapter(model, loaded.reference)
+        if problem:
+            raise CheckpointError(loaded.path / REFERENCE_FILE, f"does not match the model ({problem})")
+        reference.adopt(model, loaded.reference)
+    elif reference is not None and loaded.state.warmup_done:
+        log.warning("%s has no %s (written before rubricgym kept it): the KL reference is the base model, "
+                    "not the warm-started policy", loaded.path.name, REFERENCE_FILE)
     problem = parallel.load_adapter(model, loaded.adapter)
     if problem:
         raise CheckpointError(loaded.path / ADAPTER_FILE, f"does not match the model ({problem})")
@@ -517,7 +536,7 @@ def _check_param_groups(loaded: _Loaded, optimizer: Any) -> None:
 
 
 def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0,
-                   parallel: ParallelStrategy | None = None) -> Restored:
+                   parallel: ParallelStrategy | None = None, reference: KLReference | None = None) -> Restored:
     """Restore the newest intact checkpoint of ``run_dir`` into the given objects, warning
     about (and moving aside) newer damaged ones; ``CheckpointError`` when none is intact."""
     run_dir = Path(run_dir)
@@ -528,16 +547,16 @@ def restore_latest(run_dir: Path, model: Any, optimizer: Any, scheduler: Any, ra
         raise CheckpointError(run_dir, "no checkpoint to resume from")
     if skipped:
         log.warning("resuming from %s; newer checkpoints were damaged: %s", loaded.path.name, "; ".join(skipped))
-    apply_checkpoint(loaded, model, optimizer, scheduler, rank, parallel)
+    apply_checkpoint(loaded, model, optimizer, scheduler, rank, parallel, reference)
     return Restored(loaded.path, loaded.state, skipped)
 
 
 def restore_checkpoint(path: Path, model: Any, optimizer: Any, scheduler: Any, rank: int = 0,
-                       parallel: ParallelStrategy | None = None) -> Restored:
+                       parallel: ParallelStrategy | None = None, reference: KLReference | None = None) -> Restored:
     """Restore one given checkpoint (verified first) as rank ``rank`` (the ranks > 0 of a
     several-process run restore the checkpoint rank 0 chose)."""
     loaded = read_checkpoint(path)
-    apply_checkpoint(loaded, model, optimizer, scheduler, rank, parallel)
+    apply_checkpoint(loaded, model, optimizer, scheduler, rank, parallel, reference)
     return Restored(loaded.path, loaded.state, [])
 
 

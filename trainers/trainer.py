@@ -46,6 +46,7 @@ from rubricgym.trainers.parallel.base import ParallelStrategy
 from rubricgym.trainers.parallel.choose import choose_strategy
 from rubricgym.trainers.parallel.ranks import Ranks
 from rubricgym.trainers.update import ppo_update
+from rubricgym.trainers.reference import KLReference
 from rubricgym.trainers.warmup import collect_demonstrations, run_warmup
 from rubricgym.yaml_files import read_yaml_file
 
@@ -149,6 +150,7 @@ class Trainer:
         self.iteration = 0  # completed iterations
         self.data_position = 0  # tasks drawn so far
         self.warmup_done = False  # the warm start runs once per run, never again on resume
+        self.reference = KLReference()  # the KL term's: the base until a warm start, then the warm-started policy
         self._loggers = RunLoggers(config.run.loggers(), self.run_dir, self.run_dir.name,
                                    config.model_dump(mode="json"), asked=config.run.report_to is not None)
         if resume:
@@ -356,7 +358,7 @@ class Trainer:
         return ppo_update(self.model, self.optimizer, self.scheduler, samples, self.config.algorithm,
                           self.config.estimator.objective, pad_id=self.pad_id,
                           temperature=self.config.generation.temperature, generator=gen,
-                          parallel=self.parallel)
+                          parallel=self.parallel, reference=self.reference)
 
     def _rollout_metrics(self, groups: Sequence[Sequence[Rollout]]) -> dict[str, float]:
         """``group_metrics`` of the iteration's groups (on every rank: of all ranks' groups)."""
@@ -435,6 +437,8 @@ class Trainer:
                                        progress=cfg.run.progress)
         history = run_warmup(self.model, demos, cfg.warmup, self.pad_id, derive_seed(cfg.run.seed, 271828), self._log,
                              progress=cfg.run.progress, autocast=self.parallel.warm_start_autocast)
+        self.parallel.align_after_warm_start(self.model)
+        self.reference.capture(self.model, self.parallel)  # RL starts here: the KL term pulls back to this policy
         self.generator.sync_weights(self.model, 0)
         record.update({"demonstrations": len(demos), "steps": len(history), "loss_first": history[0]["loss"],
                        "loss_last": history[-1]["loss"]})
@@ -464,7 +468,6 @@ class Trainer:
         evaluate = cfg.run.evaluate_after if evaluate is None else evaluate
         if self.iteration == 0 and not self.warmup_done and self.warmup_wanted():
             self.warm_start()
-            self.parallel.align_after_warm_start(self.model)
         elif self.iteration == 0 and evaluate and "before" not in self.evaluations():
             self.evaluate_held_out("before")
         try:
@@ -584,7 +587,8 @@ class Trainer:
         return save_checkpoint(self.run_dir, self.iteration, self.model, self.optimizer, self.scheduler, extra,
                                keep=self.config.run.keep_checkpoints, world_size=self.ranks.world_size,
                                rank_rng={r: snap for r, snap in enumerate(snapshots) if r > 0},
-                               adapter_state=adapter, optimizer_state=optimizer_state)
+                               adapter_state=adapter, optimizer_state=optimizer_state,
+                               reference_state=self.reference.state)
 
     def _resume(self) -> None:
         # the newest intact checkpoint (damaged newer ones are named in a warning, moved aside);
@@ -593,7 +597,7 @@ class Trainer:
         if self.ranks.is_main:
             try:
                 restored = restore_latest(self.run_dir, self.model, self.optimizer, self.scheduler,
-                                          parallel=self.parallel)
+                                          parallel=self.parallel, reference=self.reference)
             except CheckpointError as exc:
                 error = exc
         chosen = self.ranks.broadcast_json({"path": str(restored.path) if restored else None,
@@ -604,7 +608,7 @@ class Trainer:
             raise CheckpointError(self.run_dir, f"rank 0 cannot resume: {chosen['error']}")
         if restored is None:
             restored = restore_checkpoint(Path(chosen["path"]), self.model, self.optimizer, self.scheduler,
-                                          rank=self.ranks.rank, parallel=self.parallel)
+                                          rank=self.ranks.rank, parallel=self.parallel, reference=self.reference)
         self.iteration = restored.iteration
         self.data_position = restored.data_position
         self.parallel.load_loss_scale_state(restored.state.loss_scale)

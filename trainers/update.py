@@ -5,8 +5,9 @@
    little); those without (a response with no parsed action under action placement) still
    count in the normaliser of the step-defined aggregations (TRCA's Eq. 22 sums 1/T_i over
    every step of rollout i) and contribute no policy-gradient term.
-2. Reference log-probs under the frozen base: the same model with the LoRA adapter
-   disabled. Old log-probs: the policy before this update (computed once when the update
+2. Reference log-probs under the KL reference (``trainers/reference.py``): the policy RL
+   started from (the frozen base, LoRA off; after a warm start, the warm-started adapter,
+   put in place for the pass). Old log-probs: the policy before this update (computed once when the update
    takes several optimizer steps; otherwise the live values, detached, are identical).
 3. For each epoch and minibatch: micro-batch forward/backward of ``policy_loss``, then clip
    the gradient norm and take one optimizer (and scheduler) step.
@@ -27,7 +28,6 @@ response starting at the same column, so the logits of all responses come from o
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +38,7 @@ from rubricgym.estimators import Objective
 from rubricgym.trainers.config import AlgorithmSettings
 from rubricgym.trainers.loss import entropy_from_logits, policy_loss
 from rubricgym.trainers.parallel.base import ParallelStrategy, empty_loss
+from rubricgym.trainers.reference import KLReference
 from rubricgym.trainers.parallel.choose import single_process
 from rubricgym.trainers.rollout import StepSample
 
@@ -90,12 +91,6 @@ def response_logprobs(model: Any, batch: Batch, temperature: float = 1.0,
     logp = torch.where(batch.response_mask, logp, torch.zeros_like(logp))
     entropy = entropy_from_logits(logits) if with_entropy else None
     return logp, entropy
-
-
-def adapter_disabled(model: Any) -> contextlib.AbstractContextManager[Any]:
-    """The frozen base model: peft's ``disable_adapter()``; a plain model is its own base."""
-    fn = getattr(model, "disable_adapter", None)
-    return fn() if fn is not None else contextlib.nullcontext()
 
 
 def micro_batches(items: Sequence[int], size: int) -> Iterator[list[int]]:
@@ -192,12 +187,14 @@ def _token_weights(samples: Sequence[StepSample], weights: Sequence[float], widt
 
 def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, samples: Sequence[StepSample],
                settings: AlgorithmSettings, objective: Objective, *, pad_id: int, temperature: float = 1.0,
-               generator: torch.Generator | None = None, parallel: ParallelStrategy | None = None) -> dict[str, float]:
+               generator: torch.Generator | None = None, parallel: ParallelStrategy | None = None,
+               reference: KLReference | None = None) -> dict[str, float]:
     """Run the update; returns token-weighted means of the loss terms (only the counts when
     nothing is trained). ``settings``: clipping, KL, entropy, epochs, batch sizes; ``objective``:
     the resolved estimator's ratio level, aggregation and zero-advantage rule. ``parallel``: the
     run's strategy, prepared with ``model`` and ``optimizer`` (default: one process); with
-    several ranks, ``samples`` are this rank's and the statistics are global."""
+    several ranks, ``samples`` are this rank's and the statistics are global. ``reference``: the
+    KL term's (default: the base model, the adapter off)."""
     if parallel is None:
         parallel = single_process()
         parallel.prepare_model(model, next(model.parameters()).device)
@@ -222,7 +219,7 @@ def ppo_update(model: Any, optimizer: torch.optim.Optimizer, scheduler: Any, sam
     model.eval()  # no dropout in the reference/old passes
     ref = None
     if settings.kl_coef > 0:
-        with adapter_disabled(model):
+        with (reference or KLReference()).applied(model, parallel):
             ref = _logprobs_no_grad(model, samples, order, size, pad_id, device, temperature, parallel)
     steps_per_iteration = settings.epochs * settings.minibatches
     old = (_logprobs_no_grad(model, samples, order, size, pad_id, device, temperature, parallel)

@@ -288,10 +288,15 @@ def approx_metrics(a: list[dict], b: list[dict]) -> None:
 
 
 def assert_adapters_close(a_dir: Path, b_dir: Path, iteration: int = 2) -> None:
+    """Within float noise of another reduction order, as AdamW turns it into weights: it divides
+    each step by the root of the squared gradients, so where a gradient is near zero (the KL
+    term's, while the policy is still its reference) that noise becomes update noise. Measured
+    (lr 0.01, 4 steps) at most 1.6e-6 of 14,336 weights under ZeRO-3, 1.1e-6 under ZeRO-2; a
+    wrong reference, shard or step would be off by far more (one step moves a weight ~1e-2)."""
     a, b = adapter(a_dir, iteration), adapter(b_dir, iteration)
     assert a.keys() == b.keys()
     for key in a:
-        torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=4e-6)
 
 
 def resume_and_compare(cut: Path, full: Path) -> None:

@@ -13,6 +13,8 @@ local passes one all-reduce sums the LoRA gradients. FSDP (``fsdp.py``) and Deep
   call), ``extra_passes(n)`` empty passes to keep a partitioned model's collectives in step,
   then ``step()`` (reduce, clip, step; the global gradient norm);
 * ``lockstep`` for generation, ``autocast()`` around training forwards;
+* ``parameters_held_at(params, values)`` around the KL reference's no-grad pass (after a
+  warm start the reference is the warm-started adapter: ``trainers/reference.py``);
 * ``full_adapter_state()`` / ``full_optimizer_state()`` (collectives) for checkpoints, and
   ``load_adapter`` / ``optimizer_state_for`` on resume; ``close()``.
 """
@@ -20,7 +22,7 @@ local passes one all-reduce sums the LoRA gradients. FSDP (``fsdp.py``) and Deep
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -139,6 +141,23 @@ class ParallelStrategy:
         """The warm start's forwards: bf16 autocast under bf16; float32 otherwise (its few SFT
         steps have an optimizer of their own and no loss scale)."""
         return self.autocast() if self.plan.mixed_precision == "bf16" else contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def parameters_held_at(self, params: Sequence[torch.Tensor],
+                           values: Sequence[torch.Tensor]) -> Iterator[None]:
+        """``params`` hold ``values`` (laid out as this rank holds them) inside the block and
+        their own values again after it, bit for bit: the KL reference's no-grad pass. Every
+        rank holds its own tensors (whole, or FSDP's shards), so a local copy does it."""
+        with torch.no_grad():
+            saved = [p.detach().clone() for p in params]
+            for p, v in zip(params, values, strict=True):
+                p.copy_(v)
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for p, s in zip(params, saved, strict=True):
+                    p.copy_(s)
 
     # ---- one optimizer step ---------------------------------------------------------------
     @property

@@ -28,9 +28,11 @@ with the reasons): the engine's config is built here from the run config (stage,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import warnings
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -114,6 +116,30 @@ class ZeroStrategy(PartitionedStrategy):
         if self.engine is not None:
             self.engine.destroy()
             self.engine = None
+
+    @contextlib.contextmanager
+    def parameters_held_at(self, params: Sequence[torch.Tensor],
+                           values: Sequence[torch.Tensor]) -> Iterator[None]:
+        """ZeRO-3 partitions the weights once its engine exists: gather them whole, write, and
+        let rank 0's values be partitioned again (every rank writes the same). The engine's fp32
+        master partitions are not touched: the policy's own values are written back after."""
+        if self.stage < 3 or self.engine is None:
+            with super().parameters_held_at(params, values):
+                yield
+            return
+        import deepspeed  # optional: the deepspeed extra
+
+        gathered = deepspeed.zero.GatheredParameters
+        with torch.no_grad(), gathered(list(params), modifier_rank=0):
+            saved = [p.detach().clone() for p in params]
+            for p, v in zip(params, values, strict=True):
+                p.copy_(v)
+        try:
+            yield
+        finally:
+            with torch.no_grad(), gathered(list(params), modifier_rank=0):
+                for p, s in zip(params, saved, strict=True):
+                    p.copy_(s)
 
     def backward(self, loss: torch.Tensor, last: bool) -> None:
         self.engine.set_gradient_accumulation_boundary(last)
