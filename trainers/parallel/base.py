@@ -68,6 +68,13 @@ class AgreedLockstep(GenerateLockstep):
         return self.ranks.max([0.0])[0] > 0  # agreement: "I am done"; anyone still generating answers 1
 
 
+@torch.no_grad()
+def write_values(params: Sequence[torch.Tensor], values: Sequence[torch.Tensor]) -> None:
+    """Copy ``values`` into ``params`` in place (each laid out as its parameter is)."""
+    for p, v in zip(params, values, strict=True):
+        p.copy_(v)
+
+
 def empty_loss(model: Any, pad_id: int, device: Any) -> torch.Tensor:
     """A one-token forward whose loss (0) contributes nothing to any gradient: backward on it
     keeps a rank with fewer micro-batches in step with the others' collectives."""
@@ -148,16 +155,12 @@ class ParallelStrategy:
         """``params`` hold ``values`` (laid out as this rank holds them) inside the block and
         their own values again after it, bit for bit: the KL reference's no-grad pass. Every
         rank holds its own tensors (whole, or FSDP's shards), so a local copy does it."""
-        with torch.no_grad():
-            saved = [p.detach().clone() for p in params]
-            for p, v in zip(params, values, strict=True):
-                p.copy_(v)
+        saved = [p.detach().clone() for p in params]
+        write_values(params, values)
         try:
             yield
         finally:
-            with torch.no_grad():
-                for p, s in zip(params, saved, strict=True):
-                    p.copy_(s)
+            write_values(params, saved)
 
     # ---- one optimizer step ---------------------------------------------------------------
     @property

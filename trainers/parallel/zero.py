@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from rubricgym.process_state import preserved_process_state
-from rubricgym.trainers.parallel.base import GenerateLockstep, PartitionedStrategy
+from rubricgym.trainers.parallel.base import GenerateLockstep, PartitionedStrategy, write_values
 from rubricgym.trainers.parallel.plan import ParallelPlan
 from rubricgym.trainers.parallel.ranks import Ranks
 
@@ -130,16 +130,14 @@ class ZeroStrategy(PartitionedStrategy):
         import deepspeed  # optional: the deepspeed extra
 
         gathered = deepspeed.zero.GatheredParameters
-        with torch.no_grad(), gathered(list(params), modifier_rank=0):
+        with gathered(list(params), modifier_rank=0):
             saved = [p.detach().clone() for p in params]
-            for p, v in zip(params, values, strict=True):
-                p.copy_(v)
+            write_values(params, values)
         try:
             yield
         finally:
-            with torch.no_grad(), gathered(list(params), modifier_rank=0):
-                for p, s in zip(params, saved, strict=True):
-                    p.copy_(s)
+            with gathered(list(params), modifier_rank=0):
+                write_values(params, saved)
 
     def backward(self, loss: torch.Tensor, last: bool) -> None:
         self.engine.set_gradient_accumulation_boundary(last)
