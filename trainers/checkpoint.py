@@ -432,7 +432,7 @@ class _Loaded:
 def read_checkpoint(path: Path) -> _Loaded:
     """Verify and parse one checkpoint without touching any live object."""
     path = Path(path)
-    verify_checkpoint(path)
+    manifest = verify_checkpoint(path)
     try:
         state = TrainerState.model_validate(read_json_file(path / STATE_FILE))
     except ValidationError as exc:
@@ -442,7 +442,8 @@ def read_checkpoint(path: Path) -> _Loaded:
     tensors = _load_tensors(path / TENSORS_FILE)
     if "rng/torch" not in tensors:
         raise CheckpointError(path / TENSORS_FILE, "has no torch RNG state")
-    reference = _load_tensors(path / REFERENCE_FILE) if (path / REFERENCE_FILE).is_file() else None
+    # only what the manifest vouches for: a stray file dropped in later is never read
+    reference = _load_tensors(path / REFERENCE_FILE) if REFERENCE_FILE in manifest.files else None
     return _Loaded(path, state, tensors, _load_tensors(path / ADAPTER_FILE), reference)
 
 

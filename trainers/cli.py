@@ -89,7 +89,7 @@ def format_summary(summary: dict) -> str:
                                 ("mean TRCA reward", "trca_reward_mean", num), ("mean return", "return_mean", num),
                                 ("mean steps", "steps_mean", steps)):
             lines.append(f"  {label:<22}" + "".join(f"{fmt(d, key):>20}" for _, d in cols))
-    lines.append(f"  {summary.get('trained_samples', 0)} step samples trained; last KL to the base model "
+    lines.append(f"  {summary.get('trained_samples', 0)} step samples trained; last KL to the reference "
                  f"{summary.get('final_kl', 0.0):.5f}; groups with differing rollouts "
                  f"{100 * summary.get('distinct_group_share', 0.0):.0f}%")
     if not summary.get("trained_samples") and summary["advantage"].startswith("trca"):

@@ -7,10 +7,10 @@ import json
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from rubricgym.models import load_causal_lm
-from rubricgym.trainers.checkpoint import REFERENCE_FILE
+from rubricgym.trainers.checkpoint import REFERENCE_FILE, read_checkpoint
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.parallel.choose import single_process
 from rubricgym.trainers.reference import KLReference, adapter_disabled, trainable
@@ -84,6 +84,18 @@ def test_the_policy_is_restored_when_the_reference_pass_fails():
     assert all(torch.equal(p, q) for p, q in zip(trainable(model), policy_params, strict=True))
 
 
+def test_a_write_that_fails_partway_leaves_the_policy_as_it_was():
+    """The second value has the wrong shape: the first was already written when it fails."""
+    model, _ = _tiny_lora()
+    params = trainable(model)
+    policy_params = [p.detach().clone() for p in params]
+    values = [torch.zeros_like(p) for p in params]
+    values[1] = torch.zeros(3)
+    with pytest.raises(RuntimeError), single_process().parameters_held_at(params, values):
+        pytest.fail("the block must not run")
+    assert all(torch.equal(p, q) for p, q in zip(params, policy_params, strict=True))
+
+
 def _rl_lines(trainer):
     return [{k: v for k, v in m.items() if not k.endswith("_s")} for m in trainer.read_metrics()]
 
@@ -123,3 +135,7 @@ def test_without_a_warm_start_the_reference_stays_the_base_and_checkpoints_carry
     trainer.close()
     assert trainer.reference.is_base
     assert not list((tmp_path / "run").glob(f"checkpoint-*/{REFERENCE_FILE}"))
+    # a reference file the manifest does not list (dropped in later) is never read
+    checkpoint = sorted((tmp_path / "run").glob("checkpoint-*"))[-1]
+    save_file({"x": torch.zeros(1)}, str(checkpoint / REFERENCE_FILE))
+    assert read_checkpoint(checkpoint).reference is None

@@ -156,8 +156,8 @@ class ParallelStrategy:
         their own values again after it, bit for bit: the KL reference's no-grad pass. Every
         rank holds its own tensors (whole, or FSDP's shards), so a local copy does it."""
         saved = [p.detach().clone() for p in params]
-        write_values(params, values)
-        try:
+        try:  # a write that fails partway is undone too
+            write_values(params, values)
             yield
         finally:
             write_values(params, saved)

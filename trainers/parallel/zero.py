@@ -121,8 +121,9 @@ class ZeroStrategy(PartitionedStrategy):
     def parameters_held_at(self, params: Sequence[torch.Tensor],
                            values: Sequence[torch.Tensor]) -> Iterator[None]:
         """ZeRO-3 partitions the weights once its engine exists: gather them whole, write, and
-        let rank 0's values be partitioned again (every rank writes the same). The engine's fp32
-        master partitions are not touched: the policy's own values are written back after."""
+        let rank 0's values be partitioned again (every rank writes the same). The engine's
+        master partitions (its own fp32 copy, even in fp32) are not touched, and the policy's
+        own values are written back after the pass, bit for bit."""
         if self.stage < 3 or self.engine is None:
             with super().parameters_held_at(params, values):
                 yield
@@ -132,8 +133,9 @@ class ZeroStrategy(PartitionedStrategy):
         gathered = deepspeed.zero.GatheredParameters
         with gathered(list(params), modifier_rank=0):
             saved = [p.detach().clone() for p in params]
-            write_values(params, values)
-        try:
+        try:  # a write that fails partway is undone too
+            with gathered(list(params), modifier_rank=0):
+                write_values(params, values)
             yield
         finally:
             with gathered(list(params), modifier_rank=0):
