@@ -131,11 +131,14 @@ class ZeroStrategy(PartitionedStrategy):
         import deepspeed  # optional: the deepspeed extra
 
         gathered = deepspeed.zero.GatheredParameters
-        with gathered(list(params), modifier_rank=0):
+        with gathered(list(params), modifier_rank=0):  # one gather to save and write
             saved = [p.detach().clone() for p in params]
-        try:  # a write that fails partway is undone too
-            with gathered(list(params), modifier_rank=0):
+            try:
                 write_values(params, values)
+            except BaseException:  # a write that fails partway is undone too
+                write_values(params, saved)
+                raise
+        try:
             yield
         finally:
             with gathered(list(params), modifier_rank=0):
