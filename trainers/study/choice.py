@@ -14,9 +14,7 @@ it, so a stopped study resumes.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from rubricgym.estimators import ResolvedEstimator, resolve_estimator
 from rubricgym.registration import get_spec, task_ids
 from rubricgym.trainers.choice_training import ChoiceObjective, ChoiceTrainer
 from rubricgym.trainers.run_files import write_run_file
+from rubricgym.trainers.study.pool import study_pool
 from rubricgym.yaml_files import read_yaml_file
 
 __all__ = ["ChoiceStudySettings", "RunRecord", "WarmStart", "load_choice_study", "read_records", "run_choice_study",
@@ -219,8 +218,7 @@ def run_choice_study(settings: ChoiceStudySettings) -> tuple[list[RunRecord], di
     if settings.jobs == 1:
         done = {pair: _run_safely(settings, *pair, runs) for pair in order}
     else:
-        # spawn: the engines are not fork-safe once loaded
-        with ProcessPoolExecutor(max_workers=settings.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with study_pool(settings.jobs) as pool:
             futures = {pair: pool.submit(_run_safely, settings, *pair, runs) for pair in order}
             done = {}
             for pair, future in futures.items():

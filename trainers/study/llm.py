@@ -34,10 +34,8 @@ import csv
 import io
 import json
 import math
-import multiprocessing
 import os
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +45,7 @@ from rubricgym.env_factories import register_env_factories, registered_env_facto
 from rubricgym.estimators import get_estimator
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.run_files import write_run_file
+from rubricgym.trainers.study.pool import study_pool
 from rubricgym.trainers.trainer import Trainer
 
 #: what a matched study must state (the estimators' own defaults differ in these)
@@ -267,15 +266,12 @@ def run_study(settings: StudySettings) -> dict[str, Any]:
     if settings.jobs == 1:
         done = {(e, s): _run_one_safely(run_settings, e, s, out / "runs") for e, s in order}
     else:
-        # spawn: torch and the engines are not fork-safe once loaded; each process gets the env
-        # factory the config names, when this process registered it (only that one: others
+        # each process gets the env factory the config names, when this process registered it (only that one: others
         # registered here need not be picklable)
         name = load_config(settings.config, settings.overrides).env.factory
         registered = registered_env_factories()
         factories = {name: registered[name]} if name and name in registered else {}
-        with ProcessPoolExecutor(max_workers=min(settings.jobs, len(pairs)),
-                                 mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=register_env_factories, initargs=(factories,)) as pool:
+        with study_pool(min(settings.jobs, len(pairs)), register_env_factories, (factories,)) as pool:
             futures = {(e, s): pool.submit(_run_one_safely, run_settings, e, s, out / "runs") for e, s in order}
             done = {}
             for pair, future in futures.items():
