@@ -70,7 +70,7 @@ clean-venv:
 # The sample-efficiency studies with the small choice policy (docs/study.md): each runs or
 # resumes its study (finished runs are kept under benchmarks/results/study_choice_*/runs/).
 ALFWORLD_STUDY_DATA := runs/data/alfworld-pick-and-place
-.PHONY: study-alfworld study-webshop study-webshop-first-event
+.PHONY: study-alfworld study-webshop study-webshop-first-event study-llm-check
 
 $(ALFWORLD_STUDY_DATA)/.generated: | $(STAMP)
 	$(PY) -m rubricgym.adapters.alfworld.generate --out $(ALFWORLD_STUDY_DATA) --seed 7 --n 64 --splits train \
@@ -87,3 +87,9 @@ study-webshop: venv
 
 study-webshop-first-event: venv
 	$(PY) -m rubricgym.cli study --policy choice --config configs/study_choice_webshop_first_event.yaml
+
+# The LLM check (docs/study.md): GRPO vs TRCA with the LoRA LLM, 3 paired seeds, on the
+# generated pick_and_place_simple games; runs go to runs/study-llm-check/ (a stopped study resumes).
+study-llm-check: venv $(ALFWORLD_STUDY_DATA)/.generated
+	$(PY) -m rubricgym.cli study --policy llm --config configs/study_llm_check_cpu.yaml --estimators grpo,trca \
+	  --seeds 0,1,2 --trajectories 32 --target 0.5 --held-out --jobs 2 --output-dir runs/study-llm-check
