@@ -51,3 +51,34 @@ def test_area_target_and_rise():
     assert rise(ys, 2) == pytest.approx(0.4 - 0.1)
     with pytest.raises(ValueError):
         rise(ys, 3)
+
+
+def test_the_llm_study_reports_bands_and_paired_comparisons_per_seed():
+    """``rubricgym study --policy llm``'s statistics (trainers/study/llm.py::seed_statistics):
+    two estimators x three seeds x three iterations of 4 trajectories, by hand."""
+    from rubricgym.trainers.study.llm import _statistics_lines, seed_statistics
+
+    curves = {("grpo", 0): [0.0, 0.25, 0.25], ("grpo", 1): [0.0, 0.0, 0.5], ("grpo", 2): [0.25, 0.25, 0.25],
+              ("trca", 0): [0.0, 0.5, 0.75], ("trca", 1): [0.0, 0.25, 0.5], ("trca", 2): [0.25, 0.5, 0.5]}
+    rows = [{"estimator": e, "seed": s, "trajectories": 4 * (i + 1), "success_rate": y}
+            for (e, s), ys in curves.items() for i, y in enumerate(ys)]
+    held_out = [{"estimator": e, "seed": s, "success_rate": v}
+                for (e, s), v in {("grpo", 0): 0.0, ("grpo", 1): 1 / 12, ("grpo", 2): 0.0,
+                                  ("trca", 0): 1 / 12, ("trca", 1): 1 / 12, ("trca", 2): 2 / 12}.items()]
+    stats = seed_statistics(rows, held_out, ["grpo", "trca"], window=2)
+    # trapezoid mean over 4..12 trajectories: grpo seed 0 (0 + 2*0.25 + 0.25) / 4 = 0.1875
+    assert stats["estimators"]["grpo"]["auc"]["mean"] == pytest.approx((0.1875 + 0.125 + 0.25) / 3)
+    # final: the last two iterations; trca (0.625, 0.375, 0.5)
+    assert stats["estimators"]["trca"]["final"]["mean"] == pytest.approx(0.5)
+    assert stats["baseline"] == "grpo" and list(stats["paired_vs_baseline"]) == ["trca"]
+    final = stats["paired_vs_baseline"]["trca"]["final"]
+    # grpo's finals are 0.25 each: per-seed differences 0.375, 0.125, 0.25, all three favour trca;
+    # exact sign flip: only (+,+,+) and (-,-,-) of the 8 patterns reach |mean| 0.25
+    assert final["difference"]["mean"] == pytest.approx(0.25)
+    assert (final["better"], final["worse"], final["p_sign_flip"]) == (3, 0, pytest.approx(0.25))
+    held = stats["paired_vs_baseline"]["trca"]["held_out"]
+    # differences 1/12, 0, 2/12: two seeds favour trca, one ties
+    assert held["difference"]["mean"] == pytest.approx(1 / 12) and (held["better"], held["worse"]) == (2, 0)
+    text = "\n".join(_statistics_lines(stats))
+    # trca's areas (0.4375, 0.25, 0.4375): 37.5 %
+    assert "| `trca` | 37.5 [" in text and "p=0.250 /" in text and "3/0" in text

@@ -46,6 +46,7 @@ from rubricgym.estimators import get_estimator
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.run_files import write_run_file
 from rubricgym.trainers.study.pool import study_pool
+from rubricgym.trainers.study.statistics import area_under_curve, band, paired_comparison
 from rubricgym.trainers.trainer import Trainer
 
 #: what a matched study must state (the estimators' own defaults differ in these)
@@ -172,6 +173,41 @@ def held_out_summary(held_out: list[dict[str, Any]]) -> dict[str, dict[str, Any]
                   "per_seed": {str(k): v[k] for k in sorted(v)}} for est, v in by.items()}
 
 
+def seed_statistics(rows: list[dict[str, Any]], held_out: list[dict[str, Any]], estimators: list[str],
+                    window: int = 2) -> dict[str, Any]:
+    """The choice study's statistics for the LLM runs: per estimator, the mean over seeds with
+    its 95% t-interval of the area under the success curve (mean training success over the
+    iterations), the final success (mean of the last ``window`` iterations) and the held-out
+    success; each estimator against the first listed, paired by seed (sign-flip and t-test)."""
+    per: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    curves: dict[tuple[str, int], list[tuple[int, float]]] = defaultdict(list)
+    for r in rows:
+        curves[(r["estimator"], int(r["seed"]))].append((int(r["trajectories"]), float(r["success_rate"])))
+    for (est, seed), points in curves.items():
+        points.sort()
+        ys = [y for _, y in points]
+        per[est]["auc"][seed] = area_under_curve([x for x, _ in points], ys)
+        per[est]["final"][seed] = sum(ys[-window:]) / len(ys[-window:])
+    for r in held_out:
+        per[r["estimator"]]["held_out"][int(r["seed"])] = float(r["success_rate"])
+    table = {est: {metric: vars(band([v[s] for s in sorted(v)])) for metric, v in per[est].items()}
+             for est in estimators if est in per}
+    baseline = next((est for est in estimators if est in per), None)
+    paired: dict[str, Any] = {}
+    for est in table:
+        if est == baseline:
+            continue
+        paired[est] = {}
+        for metric in per[est]:
+            common = set(per[est][metric]) & set(per[baseline][metric])
+            if len(common) < 2:
+                continue
+            c = paired_comparison(per[est][metric], per[baseline][metric])
+            paired[est][metric] = {"difference": vars(c.difference), "p_sign_flip": c.p_sign_flip,
+                                   "p_t_test": c.p_t_test, "better": c.a_better, "worse": c.b_better}
+    return {"window": window, "baseline": baseline, "estimators": table, "paired_vs_baseline": paired}
+
+
 def plot(rows: list[dict[str, Any]], out: Path, target: float) -> list[Path]:
     import matplotlib  # optional: the report extra
 
@@ -206,8 +242,9 @@ def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path
     held = held_out_summary(held_out or [])
     if settings.held_out:
         write_run_file(out / "held_out.csv", _csv(held_out or [], HELD_OUT_FIELDS))
+    stats = seed_statistics(rows, held_out or [], settings.estimators)
     summary = {"settings": settings.model_dump(), "objective": objective, "trajectories_to_target": needed,
-               "final_success_mean": final, "held_out_success": held,
+               "final_success_mean": final, "held_out_success": held, "statistics": stats,
                "failed_runs": failed or {},
                "plots": [p.name for p in plot(rows, out, settings.target_success)] if rows else []}
     write_run_file(out / "summary.json", json.dumps(summary, indent=2))
@@ -222,12 +259,39 @@ def write_results(rows: list[dict[str, Any]], settings: StudySettings, out: Path
             h = held.get(est)
             line += f" {h['mean']:.3f} ({h['min']:.2f}-{h['max']:.2f}) |" if h else " - |"
         lines.append(line)
+    lines += _statistics_lines(stats)
     lines += [f"\nfailed run `{name}`: {error}" for name, error in (failed or {}).items()]
     if objective:
         lines.append("\nEvery run trained with the same objective: "
                      + ", ".join(f"{k}={v}" for k, v in objective.items()))
     write_run_file(out / "summary.md", "\n".join(lines) + "\n")
     return summary
+
+
+def _statistics_lines(stats: dict[str, Any]) -> list[str]:
+    """Markdown: the bands over seeds, then the paired comparisons against the baseline."""
+    names = {"auc": "area under the curve", "final": f"final success (last {stats['window']} iterations)",
+             "held_out": "held-out success"}
+
+    def fmt(b: dict[str, float]) -> str:
+        return f"{100 * b['mean']:.1f} [{100 * b['low']:.1f}, {100 * b['high']:.1f}]"
+
+    metrics = [m for m in names if any(m in t for t in stats["estimators"].values())]
+    lines = ["", "Mean over seeds, % [95% t-interval]:", "", "| estimator | " + " | ".join(names[m] for m in metrics)
+             + " |", "|---|" + "---|" * len(metrics)]
+    for est, table in stats["estimators"].items():
+        lines.append(f"| `{est}` | " + " | ".join(fmt(table[m]) if m in table else "-" for m in metrics) + " |")
+    if stats["paired_vs_baseline"]:
+        lines += ["", f"Paired against `{stats['baseline']}` (points; sign-flip p / paired-t p, seeds better/worse):",
+                  "", "| estimator | " + " | ".join(names[m] for m in metrics) + " |", "|---|" + "---|" * len(metrics)]
+        for est, comparison in stats["paired_vs_baseline"].items():
+            cells = []
+            for m in metrics:
+                c = comparison.get(m)
+                cells.append(f"{fmt(c['difference'])}, p={c['p_sign_flip']:.3f} / {c['p_t_test']:.3f}, "
+                             f"{c['better']}/{c['worse']}" if c else "-")
+            lines.append(f"| `{est}` | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
