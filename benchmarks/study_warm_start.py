@@ -1,0 +1,65 @@
+"""Held-out success of an LLM study's warm starts: what its runs' held-out success is a change from.
+
+``rubricgym study --policy llm --held-out`` evaluates every run after RL only. Each run keeps its
+checkpoint at iteration 0 (after the warm start, before RL; the runs of one seed share it); this
+evaluates that checkpoint on the same held-out tasks the same way (the trainer's greedy
+evaluator), one per seed:
+
+    python benchmarks/study_warm_start.py runs/study-llm-check --json OUT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+RUN = re.compile(r"^(?P<estimator>.+)-seed(?P<seed>\d+)$")
+
+
+def warm_start_success(run: Path) -> dict[str, float | int]:
+    """Evaluate ``run``'s iteration-0 checkpoint on its held-out tasks (in a scratch copy)."""
+    from rubricgym.trainers.trainer import Trainer
+
+    start = run / "checkpoint-000000"
+    if not start.is_dir():
+        raise FileNotFoundError(f"{run} has no checkpoint at iteration 0")
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / run.name
+        copy.mkdir()
+        shutil.copy2(run / "config.yaml", copy / "config.yaml")
+        shutil.copytree(start, copy / start.name)
+        trainer = Trainer.from_run_dir(copy, ["run.progress=false"])
+        try:
+            iteration = trainer.iteration  # restored from the checkpoint: 0, before any RL update
+            result = trainer.evaluate_held_out("after_warmup")
+        finally:
+            trainer.close()
+    return {"iteration": iteration, "episodes": result.episodes, "successes": result.successes, "success_rate": result.success_rate,
+            "return_mean": result.return_mean, "action_parsed_rate": result.action_parsed_rate}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("study", type=Path, help="the study's output folder (its runs/ holds one folder per run)")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    seeds: dict[int, Path] = {}
+    for run in sorted((args.study / "runs").iterdir()):
+        match = RUN.match(run.name)
+        if match and (run / "checkpoint-000000").is_dir():
+            seeds.setdefault(int(match["seed"]), run)  # a seed's runs share their warm start
+    out = {"study": str(args.study), "per_seed": {str(seed): {"run": run.name, **warm_start_success(run)}
+                                                 for seed, run in sorted(seeds.items())}}
+    text = json.dumps(out, indent=2)
+    if args.json:
+        args.json.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
