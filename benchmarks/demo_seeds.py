@@ -43,17 +43,12 @@ def _success(evaluations: dict[str, Any], label: str) -> dict[str, Any]:
             "success_rate": float(result["success_rate"])}
 
 
-def _trainer_files():
-    from rubricgym.trainers.checkpoint import latest_checkpoint
+def warm_start(out: Path, config_path: str | None, overrides: list[str]) -> Path:
+    """The shared warm start (run once; a folder without its finished checkpoint is redone)."""
+    from rubricgym.trainers.checkpoint import latest_checkpoint  # torch loads here, not for --help
     from rubricgym.trainers.config import load_config
     from rubricgym.trainers.trainer import Trainer
 
-    return Trainer, load_config, latest_checkpoint
-
-
-def warm_start(out: Path, config_path: str | None, overrides: list[str]) -> Path:
-    """The shared warm start (run once; a folder without its finished checkpoint is redone)."""
-    Trainer, load_config, latest_checkpoint = _trainer_files()
     folder = out / WARM_START
     if (folder / "warmup.json").is_file() and latest_checkpoint(folder) is not None:
         return folder
@@ -70,7 +65,9 @@ def warm_start(out: Path, config_path: str | None, overrides: list[str]) -> Path
 
 def run_seed(out: Path, warm: Path, estimator: str, seed: int, overrides: list[str]) -> dict[str, Any]:
     """One RL phase from the shared warm start; its ``result.json`` (kept: not run again)."""
-    Trainer, _, latest_checkpoint = _trainer_files()
+    from rubricgym.trainers.checkpoint import latest_checkpoint
+    from rubricgym.trainers.trainer import Trainer
+
     folder = out / f"{estimator}-seed{seed}"
     finished = folder / RESULT_FILE
     if finished.is_file():
