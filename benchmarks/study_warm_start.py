@@ -38,8 +38,9 @@ def warm_start_success(run: Path) -> dict[str, float | int]:
             result = trainer.evaluate_held_out("after_warmup")
         finally:
             trainer.close()
-    return {"iteration": iteration, "episodes": result.episodes, "successes": result.successes, "success_rate": result.success_rate,
-            "return_mean": result.return_mean, "action_parsed_rate": result.action_parsed_rate}
+    return {"iteration": iteration, "episodes": result.episodes, "successes": result.successes,
+            "success_rate": result.success_rate, "return_mean": result.return_mean,
+            "action_parsed_rate": result.action_parsed_rate}
 
 
 def main(argv: list[str] | None = None) -> int:

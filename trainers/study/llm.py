@@ -46,7 +46,7 @@ from rubricgym.estimators import get_estimator
 from rubricgym.trainers.config import load_config
 from rubricgym.trainers.run_files import write_run_file
 from rubricgym.trainers.study.pool import study_pool
-from rubricgym.trainers.study.statistics import area_under_curve, band, paired_comparison
+from rubricgym.trainers.study.statistics import area_under_curve, band, format_band, paired_comparison
 from rubricgym.trainers.trainer import Trainer
 
 #: what a matched study must state (the estimators' own defaults differ in these)
@@ -190,7 +190,7 @@ def seed_statistics(rows: list[dict[str, Any]], held_out: list[dict[str, Any]], 
         per[est]["final"][seed] = sum(ys[-window:]) / len(ys[-window:])
     for r in held_out:
         per[r["estimator"]]["held_out"][int(r["seed"])] = float(r["success_rate"])
-    table = {est: {metric: vars(band([v[s] for s in sorted(v)])) for metric, v in per[est].items()}
+    table = {est: {metric: band([v[s] for s in sorted(v)]).as_dict() for metric, v in per[est].items()}
              for est in estimators if est in per}
     baseline = next((est for est in estimators if est in per), None)
     paired: dict[str, Any] = {}
@@ -202,9 +202,7 @@ def seed_statistics(rows: list[dict[str, Any]], held_out: list[dict[str, Any]], 
             common = set(per[est][metric]) & set(per[baseline][metric])
             if len(common) < 2:
                 continue
-            c = paired_comparison(per[est][metric], per[baseline][metric])
-            paired[est][metric] = {"difference": vars(c.difference), "p_sign_flip": c.p_sign_flip,
-                                   "p_t_test": c.p_t_test, "better": c.a_better, "worse": c.b_better}
+            paired[est][metric] = paired_comparison(per[est][metric], per[baseline][metric]).as_dict()
     return {"window": window, "baseline": baseline, "estimators": table, "paired_vs_baseline": paired}
 
 
@@ -273,14 +271,11 @@ def _statistics_lines(stats: dict[str, Any]) -> list[str]:
     names = {"auc": "area under the curve", "final": f"final success (last {stats['window']} iterations)",
              "held_out": "held-out success"}
 
-    def fmt(b: dict[str, float]) -> str:
-        return f"{100 * b['mean']:.1f} [{100 * b['low']:.1f}, {100 * b['high']:.1f}]"
-
     metrics = [m for m in names if any(m in t for t in stats["estimators"].values())]
     lines = ["", "Mean over seeds, % [95% t-interval]:", "", "| estimator | " + " | ".join(names[m] for m in metrics)
              + " |", "|---|" + "---|" * len(metrics)]
     for est, table in stats["estimators"].items():
-        lines.append(f"| `{est}` | " + " | ".join(fmt(table[m]) if m in table else "-" for m in metrics) + " |")
+        lines.append(f"| `{est}` | " + " | ".join(format_band(table.get(m)) for m in metrics) + " |")
     if stats["paired_vs_baseline"]:
         lines += ["", f"Paired against `{stats['baseline']}` (points; sign-flip p / paired-t p, seeds better/worse):",
                   "", "| estimator | " + " | ".join(names[m] for m in metrics) + " |", "|---|" + "---|" * len(metrics)]
@@ -288,7 +283,7 @@ def _statistics_lines(stats: dict[str, Any]) -> list[str]:
             cells = []
             for m in metrics:
                 c = comparison.get(m)
-                cells.append(f"{fmt(c['difference'])}, p={c['p_sign_flip']:.3f} / {c['p_t_test']:.3f}, "
+                cells.append(f"{format_band(c['difference'])}, p={c['p_sign_flip']:.3f} / {c['p_t_test']:.3f}, "
                              f"{c['better']}/{c['worse']}" if c else "-")
             lines.append(f"| `{est}` | " + " | ".join(cells) + " |")
     return lines
@@ -330,8 +325,8 @@ def run_study(settings: StudySettings) -> dict[str, Any]:
     if settings.jobs == 1:
         done = {(e, s): _run_one_safely(run_settings, e, s, out / "runs") for e, s in order}
     else:
-        # each process gets the env factory the config names, when this process registered it (only that one: others
-        # registered here need not be picklable)
+        # each process gets the env factory the config names, when this process registered it
+        # (only that one: others registered here need not be picklable)
         name = load_config(settings.config, settings.overrides).env.factory
         registered = registered_env_factories()
         factories = {name: registered[name]} if name and name in registered else {}

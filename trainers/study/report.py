@@ -20,7 +20,7 @@ import numpy as np
 
 from rubricgym.trainers.run_files import write_run_file
 from rubricgym.trainers.study.choice import ChoiceStudySettings, RunRecord, parse_label
-from rubricgym.trainers.study.statistics import (Band, area_under_curve, band, paired_comparison, rise,
+from rubricgym.trainers.study.statistics import (Band, area_under_curve, band, format_band, paired_comparison, rise,
                                                  trajectories_to_target)
 
 __all__ = ["CURVE_FIELDS", "HELD_OUT_FIELDS", "summarize", "write_report"]
@@ -31,10 +31,6 @@ CURVE_FIELDS = ("label", "estimator", "lam", "seed", "iteration", "trajectories"
 HELD_OUT_FIELDS = ("label", "estimator", "lam", "seed", "env_id", "episodes", "successes", "success_rate")
 BASELINE = "grpo"
 PAPER_DIAGNOSTICS = {"failed_share": 0.965, "groups_without_success": 0.856, "judged_share_in_failures": 0.722}
-
-
-def _band_dict(b: Band) -> dict[str, float]:
-    return {"mean": b.mean, "low": b.low, "high": b.high, "n": b.n}
 
 
 def _per_seed(records: list[RunRecord], settings: ChoiceStudySettings) -> dict[str, dict[str, dict[int, float]]]:
@@ -78,11 +74,11 @@ def summarize(records: list[RunRecord], settings: ChoiceStudySettings, failed: d
         reached = [v for v in m["to_target"].values() if not np.isnan(v)]
         table[label] = {
             "seeds": sorted(m["auc"]),
-            "rise": _band_dict(band(list(m["rise"].values()))) if m["rise"] else None,
-            "start_success": _band_dict(band(list(m["start"].values()))),
-            "final_success": _band_dict(band(list(m["final"].values()))),
-            "auc": _band_dict(band(list(m["auc"].values()))),
-            "held_out_success": _band_dict(band(list(m["held_out"].values()))),
+            "rise": band(list(m["rise"].values())).as_dict() if m["rise"] else None,
+            "start_success": band(list(m["start"].values())).as_dict(),
+            "final_success": band(list(m["final"].values())).as_dict(),
+            "auc": band(list(m["auc"].values())).as_dict(),
+            "held_out_success": band(list(m["held_out"].values())).as_dict(),
             "trajectories_to_target_of_the_mean_curve": mean_hit,
             "seeds_reaching_target": len(reached),
             "wall_s_mean": float(np.mean(list(m["wall_s"].values()))),
@@ -94,9 +90,7 @@ def summarize(records: list[RunRecord], settings: ChoiceStudySettings, failed: d
                 continue
             comparisons[label] = {}
             for metric in ("auc", "final", "held_out"):
-                c = paired_comparison(per[label][metric], per[BASELINE][metric])
-                comparisons[label][metric] = {"difference": _band_dict(c.difference), "p_sign_flip": c.p_sign_flip,
-                                              "p_t_test": c.p_t_test, "better": c.a_better, "worse": c.b_better}
+                comparisons[label][metric] = paired_comparison(per[label][metric], per[BASELINE][metric]).as_dict()
     sweep = []
     for label in labels:
         name, lam = parse_label(label)
@@ -110,7 +104,7 @@ def summarize(records: list[RunRecord], settings: ChoiceStudySettings, failed: d
     for key in DIAGNOSTICS:
         first = [r.rows[0][key] for r in records if r.rows]
         allrows = [row[key] for r in records for row in r.rows]
-        diagnostics[key] = {"first_iteration": _band_dict(band(first)) if first else None,
+        diagnostics[key] = {"first_iteration": band(first).as_dict() if first else None,
                             "all_iterations_mean": float(np.mean(allrows)) if allrows else None,
                             "paper": PAPER_DIAGNOSTICS[key]}
     return {"name": settings.name, "env_id": settings.env_id, "settings": settings.model_dump(mode="json"),
@@ -127,13 +121,6 @@ def _csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     return table.getvalue()
 
 
-def _fmt(b: dict[str, float] | None, pct: bool = True) -> str:
-    if b is None:
-        return "-"
-    scale, unit = (100, "") if pct else (1, "")
-    return f"{scale * b['mean']:.1f} [{scale * b['low']:.1f}, {scale * b['high']:.1f}]{unit}"
-
-
 def markdown(summary: dict[str, Any]) -> str:
     s = summary["settings"]
     lines = [f"# {summary['name']}: {summary['env_id']}, {summary['runs']} runs",
@@ -146,26 +133,28 @@ def markdown(summary: dict[str, Any]) -> str:
              "trajectories to target (mean curve) | wall s |",
              "|---|---|---|---|---|---|---|"]
     for label, row in summary["estimators"].items():
-        lines.append(f"| `{label}` | {_fmt(row['rise'])} | {_fmt(row['final_success'])} | {_fmt(row['auc'])} | "
-                     f"{_fmt(row['held_out_success'])} | {row['trajectories_to_target_of_the_mean_curve'] or 'not reached'}"
+        lines.append(f"| `{label}` | {format_band(row['rise'])} | {format_band(row['final_success'])} | "
+                     f"{format_band(row['auc'])} | {format_band(row['held_out_success'])} | "
+                     f"{row['trajectories_to_target_of_the_mean_curve'] or 'not reached'}"
                      f" ({row['seeds_reaching_target']}/{len(row['seeds'])} seeds) | {row['wall_s_mean']:.0f} |")
     if summary["paired_vs_grpo"]:
         lines += ["", "Paired against `grpo` (same seeds): difference in points, [95% interval], exact sign-flip p, "
                   "paired t p, seeds better/worse.", "",
                   "| run | area under the curve | final success | held-out success |", "|---|---|---|---|"]
         for label, c in summary["paired_vs_grpo"].items():
-            cells = [f"{_fmt(c[m]['difference'])}, p={c[m]['p_sign_flip']:.3f} / {c[m]['p_t_test']:.3f}, "
+            cells = [f"{format_band(c[m]['difference'])}, p={c[m]['p_sign_flip']:.3f} / {c[m]['p_t_test']:.3f}, "
                      f"{c[m]['better']}/{c[m]['worse']}" for m in ("auc", "final", "held_out")]
             lines.append(f"| `{label}` | " + " | ".join(cells) + " |")
     if summary["lambda_sweep"]:
         lines += ["", "λ sweep (TRCA): area under the curve and final success", "", "| λ | run | AUC | final |",
                   "|---|---|---|---|"]
-        lines += [f"| {row['lambda']:g} | `{row['label']}` | {_fmt(row['auc'])} | {_fmt(row['final_success'])} |"
+        lines += [f"| {row['lambda']:g} | `{row['label']}` | {format_band(row['auc'])} | "
+                  f"{format_band(row['final_success'])} |"
                   for row in summary["lambda_sweep"]]
     lines += ["", "Success-scarcity diagnostics (first iteration, all runs; the paper's early-training values beside)",
               "", "| diagnostic | first iteration | mean over training | TRCA paper |", "|---|---|---|---|"]
     for key, d in summary["diagnostics"].items():
-        lines.append(f"| {key} | {_fmt(d['first_iteration'])} | {100 * (d['all_iterations_mean'] or 0):.1f} | "
+        lines.append(f"| {key} | {format_band(d['first_iteration'])} | {100 * (d['all_iterations_mean'] or 0):.1f} | "
                      f"{100 * d['paper']:.1f} |")
     if summary["failed_runs"]:
         lines += ["", *[f"failed run `{k}`: {v}" for k, v in summary["failed_runs"].items()]]

@@ -13,12 +13,13 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
 
 __all__ = ["Band", "PairedComparison", "area_under_curve", "band", "paired_comparison", "rise",
-           "sign_flip_p_value", "trajectories_to_target"]
+           "sign_flip_p_value", "trajectories_to_target", "format_band"]
 
 EXACT_SIGN_FLIPS = 20  # up to 2^20 patterns: exact; beyond, a seeded Monte Carlo of 2^20 draws
 
@@ -35,6 +36,17 @@ class Band:
     @property
     def excludes_zero(self) -> bool:
         return self.n > 1 and (self.low > 0 or self.high < 0)
+
+    def as_dict(self) -> dict[str, float]:
+        """The band as the studies' result files record it."""
+        return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
+
+
+def format_band(b: dict[str, float] | None) -> str:
+    """A recorded band in percent for the reports' tables: ``mean [low, high]`` (``-``: none)."""
+    if b is None:
+        return "-"
+    return f"{100 * b['mean']:.1f} [{100 * b['low']:.1f}, {100 * b['high']:.1f}]"
 
 
 def band(values: Sequence[float], confidence: float = 0.95) -> Band:
@@ -85,6 +97,11 @@ class PairedComparison:
     p_t_test: float
     a_better: int
     b_better: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The comparison as the studies' result files record it (``better``/``worse``: seeds)."""
+        return {"difference": self.difference.as_dict(), "p_sign_flip": self.p_sign_flip, "p_t_test": self.p_t_test,
+                "better": self.a_better, "worse": self.b_better}
 
 
 def paired_comparison(a: dict[int, float], b: dict[int, float]) -> PairedComparison:
