@@ -49,6 +49,10 @@ class ALFWorldFacts(Facts):
     placed_states: list[str] = Field(default_factory=list, description="observed states of the object put down")
     placed_type_count: int = Field(0, description="objects of placed_type seen in that receptacle after the put")
     lamp_on_here: bool = Field(False, description="a lamp seen turned on stands at the agent's location")
+    revisited: bool = Field(False, description=(
+        "the step changed the situation back to one this episode had already been in (location, held objects, "
+        "open receptacles, object states and where each object was seen): a loop, e.g. taking an object and "
+        "putting it back, or shuttling between two places already seen"))
     stage: str = Field("", description="searching | found | holding | transformed | placed[N] | lit, relative to the binding")
 
 

@@ -128,6 +128,7 @@ class ObservedWorld:
     object_states: dict[str, set[str]] = field(default_factory=dict)  # object -> {clean, hot, cool}
     lamps_on: set[str] = field(default_factory=set)
     placed_by_agent: dict[str, str] = field(default_factory=dict)  # object -> receptacle it was put in
+    situations: set[str] = field(default_factory=set)  # every situation() this episode has been in
 
     # -- reading text -------------------------------------------------------------------
     def start(self, intro: str) -> None:
@@ -135,6 +136,7 @@ class ObservedWorld:
         if m:
             self.receptacles.update(entity_list(m.group("list")))
         self._read_contents(intro, StepEvents())
+        self.situations.add(self.situation())
 
     def _read_contents(self, feedback: str, ev: StepEvents) -> None:
         for m in _CONTENTS.finditer(feedback):
@@ -243,6 +245,13 @@ class ObservedWorld:
                 f"|open={','.join(sorted(self.open_receptacles))}|states={states}"
                 f"|on={','.join(sorted(self.lamps_on))}")
 
+    def situation(self) -> str:
+        """Everything the agent knows that its actions can change: the signature plus where it has
+        seen each object. Coming back to an earlier situation undid the steps since (a loop);
+        seeing a receptacle for the first time is new knowledge, so exploring never repeats one."""
+        seen = ";".join(f"{r}:{','.join(sorted(objs))}" for r, objs in sorted(self.contents.items()))
+        return f"{self.signature()}|seen={seen}"
+
     def entities(self) -> list[str]:
         return sorted(self.receptacles | self.seen_objects)
 
@@ -296,12 +305,16 @@ class ObservedWorld:
         prev_location = self.location
         prev_types = set(self.seen_types)
         visited_before = set(self.visited)
+        before = self.situation()
         ev = self.observe(command, feedback)
         first_visit = bool(ev.arrived) and ev.arrived not in visited_before
         if ev.arrived:
             self.visited.add(ev.arrived)
         new_types = sorted(self.seen_types - prev_types)
-        return self.facts(command, ev, prev_location, first_visit, num_admissible, new_types)
+        now = self.situation()
+        revisited = now != before and now in self.situations
+        self.situations.add(now)
+        return self.facts(command, ev, prev_location, first_visit, num_admissible, new_types) | {"revisited": revisited}
 
     def facts(self, command: Command, ev: StepEvents, prev_location: str, first_visit: bool,
               num_admissible: int, new_types: list[str]) -> dict[str, Any]:

@@ -122,6 +122,44 @@ def test_observer_reads_the_grammar_sentences():
     assert parse_command("dance wildly").verb == ""
 
 
+def test_revisited_flags_loops_and_never_exploration():
+    """Back in a situation already left (take and put back, shuttle between places already
+    seen): a loop. Seeing a place or an object for the first time changes the situation."""
+    world = ObservedWorld()
+    world.start("You are in the middle of a room. Looking quickly around you, you see a drawer 1, and a shelf 1.")
+    steps = [
+        ("go to shelf 1", "You arrive at shelf 1. On the shelf 1, you see a mug 1.", False),
+        ("take mug 1 from shelf 1", "You pick up the mug 1 from the shelf 1.", False),
+        ("move mug 1 to shelf 1", "You move the mug 1 to the shelf 1.", True),  # undoes the take
+        ("take mug 1 from shelf 1", "You pick up the mug 1 from the shelf 1.", True),  # redoes it
+        ("go to drawer 1", "You arrive at drawer 1. The drawer 1 is closed.", False),  # first sight
+        ("open drawer 1", "You open the drawer 1. The drawer 1 is open. In it, you see nothing.", False),
+        ("go to shelf 1", "You arrive at shelf 1. On the shelf 1, you see nothing.", False),  # drawer now open
+        ("go to drawer 1", "You arrive at drawer 1. The drawer 1 is open. In it, you see nothing.", True),
+        ("go to drawer 1", "Nothing happens.", False),  # no change: repeated/no_state_change's, not a loop
+        ("move mug 1 to drawer 1", "You move the mug 1 to the drawer 1.", False),
+    ]
+    flags = [world.step(command, feedback, 5)["revisited"] for command, feedback, _ in steps]
+    assert flags == [want for _, _, want in steps]
+
+
+def test_expert_plans_never_loop(make_env, wrap):
+    """A planner's shortest plan cannot come back to a situation it left, so no expert step of
+    a bundled game is flagged (the flag would penalise the demonstrations otherwise)."""
+    flagged, played = [], 0
+    for env in (make_env(), make_env("ALFWorld-Rubric-Eval-v0")):
+        for task_id in env.unwrapped.adapter.task_ids():
+            env.reset(seed=0, options={"task_id": task_id})
+            for command in env.unwrapped.adapter.expert_plan():
+                _, _, terminated, truncated, info = env.step(wrap(command))
+                played += 1
+                if info["transition"].facts.revisited:
+                    flagged.append((task_id, command))
+                if terminated or truncated:
+                    break
+    assert played > 150 and flagged == []
+
+
 NEAR_MISS = [
     "go to fridge", "go to fridge 99", "take apple from fridge 1", "take apple 1", "move apple 1 to",
     "open", "close the fridge 1", "heat apple 1", "use", "examine", "goto countertop 1", "GO TO COUNTERTOP 1",

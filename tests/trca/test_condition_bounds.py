@@ -139,7 +139,7 @@ def test_runtime_error_is_reported_once_against_its_own_operator(data):
         judge.judge({"repeated": "yes", "parsed": True}, np.zeros(compiled.num_operators))
     assert judge.errors["repeated_action"] == 5  # counted every step ...
     reported = [i for i in judge.incidents if i.operator == "repeated_action"]
-    assert len(reported) == 1 and "non-Boolean" in reported[0].message  # ... reported once
+    assert len(reported) == 1 and "No such overload" in reported[0].message  # ... reported once
     assert all(i.kind == "error" for i in judge.incidents)
     assert len({i.operator for i in judge.incidents}) == len(judge.incidents)
 

@@ -71,7 +71,7 @@ def test_bracket_access_is_checked_too(data):
 
 def test_string_literals_are_not_references(data):
     o = op(data, "repeated_action")
-    o["condition"] = 'facts.repeated && "facts.nonexistent" != ""'
+    o["condition"] = '(facts.repeated || facts.revisited) && "facts.nonexistent" != ""'
     compiled, found = check_library(data, ALFWorldFacts, ALFWorldBinding)
     assert found == []
 
@@ -173,13 +173,13 @@ def test_load_library_raises_with_every_problem(data, tmp_path):
 
 
 def test_runtime_errors_count_as_zero_and_never_raise(data):
-    """A condition erroring on real data (missing key / non-Boolean) yields 0 and is counted."""
+    """A condition erroring on real data (a string where CEL wants a Boolean) yields 0 and is counted."""
     compiled = load_library(data, ALFWorldFacts, ALFWorldBinding)
     judge = compiled.episode(ALFWorldBinding(target_type="apple"))
     row = judge.judge({"repeated": "yes"}, np.zeros(compiled.num_operators))  # a dict missing most keys
     assert row[compiled.ids.index("repeated_action")] == 0
     assert judge.errors["repeated_action"] == 1
-    assert "non-Boolean" in judge.last_error["repeated_action"]
+    assert "No such overload" in judge.last_error["repeated_action"]  # "yes" || ... has no meaning
 
 
 # -- judgments are deterministic functions of (facts, binding, prior coverage) -------------------------

@@ -95,6 +95,27 @@ def test_invalid_step_after_a_pickup_is_not_rewarded_again(env):
     assert info["trca"]["judgments"]["parse_failure"] == 1 and reward < 0
 
 
+def test_a_take_and_put_back_loop_earns_less_than_nothing(env):
+    """The warm-started policy's commonest failure: take the target, put it back where it was,
+    take it again. Only the first take is progress; every step of the loop is penalised."""
+    task = task_of_type(env, "pick_and_place_simple")
+    env.reset(seed=0, options={"task_id": task})
+    plan = env.unwrapped.adapter.expert_plan()
+    take = next(i for i, c in enumerate(plan) if c.startswith("take "))
+    for cmd in plan[: take + 1]:
+        _, _, _, _, info = env.step(act(cmd))
+    assert info["trca"]["judgments"]["picked_target"] == 1
+    obj, recep = plan[take][len("take "):].split(" from ")
+    rewards = []
+    for cmd in [f"move {obj} to {recep}", plan[take], f"move {obj} to {recep}"]:
+        _, reward, _, _, info = env.step(act(cmd))
+        judged = info["trca"]["judgments"]
+        assert info["transition"].facts.revisited and judged["repeated_action"] == 1, cmd
+        assert judged["picked_target"] == 0 and judged["placed_target"] == 0, cmd
+        rewards.append(reward)
+    assert max(rewards) < 0
+
+
 def test_reset_clears_coverage(env):
     task = task_of_type(env, "pick_and_place_simple")
     first = play_expert(env, task)
