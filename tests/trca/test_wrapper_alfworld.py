@@ -81,15 +81,21 @@ def test_fuzzed_actions_fire_every_invalidity_operator(env):
     assert set(fired) >= {"parse_failure", "inadmissible", "nothing_happens", "repeated_action", "no_state_change"}
 
 
-def test_invalid_step_after_a_pickup_is_not_rewarded_again(env):
-    """An unparsed response must not re-fire the previous step's Execution operator."""
-    task = task_of_type(env, "pick_and_place_simple")
-    env.reset(seed=0, options={"task_id": task})
+def play_to_the_pickup(env) -> str:
+    """A pick-and-place game played by its expert up to the target's pickup (checked rewarded);
+    returns that take command."""
+    env.reset(seed=0, options={"task_id": task_of_type(env, "pick_and_place_simple")})
     plan = env.unwrapped.adapter.expert_plan()
     take = next(i for i, c in enumerate(plan) if c.startswith("take "))
     for cmd in plan[: take + 1]:
         _, _, _, _, info = env.step(act(cmd))
     assert info["trca"]["judgments"]["picked_target"] == 1
+    return plan[take]
+
+
+def test_invalid_step_after_a_pickup_is_not_rewarded_again(env):
+    """An unparsed response must not re-fire the previous step's Execution operator."""
+    play_to_the_pickup(env)
     _, reward, _, _, info = env.step("garbage")
     assert info["trca"]["judgments"]["picked_target"] == 0
     assert info["trca"]["judgments"]["parse_failure"] == 1 and reward < 0
@@ -98,16 +104,10 @@ def test_invalid_step_after_a_pickup_is_not_rewarded_again(env):
 def test_a_take_and_put_back_loop_earns_less_than_nothing(env):
     """The warm-started policy's commonest failure: take the target, put it back where it was,
     take it again. Only the first take is progress; every step of the loop is penalised."""
-    task = task_of_type(env, "pick_and_place_simple")
-    env.reset(seed=0, options={"task_id": task})
-    plan = env.unwrapped.adapter.expert_plan()
-    take = next(i for i, c in enumerate(plan) if c.startswith("take "))
-    for cmd in plan[: take + 1]:
-        _, _, _, _, info = env.step(act(cmd))
-    assert info["trca"]["judgments"]["picked_target"] == 1
-    obj, recep = plan[take][len("take "):].split(" from ")
+    take = play_to_the_pickup(env)
+    obj, recep = take[len("take "):].split(" from ")
     rewards = []
-    for cmd in [f"move {obj} to {recep}", plan[take], f"move {obj} to {recep}"]:
+    for cmd in [f"move {obj} to {recep}", take, f"move {obj} to {recep}"]:
         _, reward, _, _, info = env.step(act(cmd))
         judged = info["trca"]["judgments"]
         assert info["transition"].facts.revisited and judged["repeated_action"] == 1, cmd
