@@ -611,12 +611,29 @@ class Trainer:
                                           rank=self.ranks.rank, parallel=self.parallel, reference=self.reference)
         self.iteration = restored.iteration
         self.data_position = restored.data_position
+        self._take_optimizer_settings_from_config()
         self.parallel.load_loss_scale_state(restored.state.loss_scale)
         self.warmup_done = restored.warmup_done or (self.run_dir / WARMUP_FILE).is_file()
         # metrics written after the checkpoint belong to iterations that will be redone
         if self.ranks.is_main:
             cut_metrics(self.run_dir / METRICS_FILE, self.iteration)
         self.generator.sync_weights(self.model, self.iteration)
+
+    def _take_optimizer_settings_from_config(self) -> None:
+        """A restored optimizer keeps its moments and step count but takes the learning rate and
+        weight decay of the run's config: the saved ones are whatever the checkpoint's run used,
+        so without this a ``--set algorithm.lr=...`` on resume (or a fork of a warm start) would
+        be ignored without a word. Same config, same values: an exact resume stays exact."""
+        alg = self.config.algorithm
+        saved = {group["initial_lr"] for group in self.optimizer.param_groups if "initial_lr" in group}
+        if saved and saved != {alg.lr}:
+            log.info("resuming with algorithm.lr=%g (the checkpoint's optimizer had %s)",
+                     alg.lr, ", ".join(f"{lr:g}" for lr in sorted(saved)))
+        self.scheduler.base_lrs = [alg.lr for _ in self.optimizer.param_groups]
+        factor = self._lr_lambda(self.scheduler.last_epoch)
+        for group in self.optimizer.param_groups:
+            group["initial_lr"], group["lr"], group["weight_decay"] = alg.lr, alg.lr * factor, alg.weight_decay
+        self.scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]  # get_last_lr()
 
     def close(self) -> None:
         self.collector.close()

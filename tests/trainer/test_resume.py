@@ -60,6 +60,20 @@ def test_resume_continues_exactly(tmp_path):
     assert _stable(again[2]) == _stable(full[2])
 
 
+def test_resume_takes_the_learning_rate_of_its_config(tmp_path):
+    """The checkpoint's optimizer holds the old run's learning rate; an override on resume (how
+    a run is forked from a warm start) must be the one that trains, on the same schedule."""
+    constant = [*SETTINGS, "algorithm.lr_schedule=constant"]
+    Trainer(load_config(None, constant), tmp_path / "run").train(stop_after=1)
+    resumed = Trainer.from_run_dir(tmp_path / "run", ["algorithm.lr=0.003", "algorithm.weight_decay=0.1"])
+    groups = resumed.optimizer.param_groups
+    assert [(g["lr"], g["initial_lr"], g["weight_decay"]) for g in groups] == [(0.003, 0.003, 0.1)] * len(groups)
+    assert resumed.optimizer.state  # the moments are the checkpoint's, not reset
+    resumed.train(stop_after=1)
+    resumed.close()
+    assert [m["lr"] for m in resumed.read_metrics()] == [0.01, 0.003]
+
+
 def test_resume_from_an_earlier_checkpoint_discards_later_metrics(tmp_path):
     trainer = _run(tmp_path / "run")
     full = trainer.read_metrics()
