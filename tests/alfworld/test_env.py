@@ -34,6 +34,9 @@ def test_expert_plan_wins_every_bundled_game(make_env, wrap, env_id, task_ids):
             obs, reward, terminated, truncated, info = env.step(wrap(command))
             facts = info["transition"].facts
             assert facts.parsed and facts.admissible and facts.accepted, (task_id, command, obs)
+            # a planner's shortest plan never comes back to a situation it left: no loop flag
+            # (the flag would penalise the demonstrations otherwise)
+            assert not facts.revisited, (task_id, command)
             if i < len(plan) - 1:
                 assert not terminated and reward == 0.0
         assert terminated and not truncated and reward == 1.0, task_id
