@@ -168,6 +168,9 @@ class BenchmarkSpec:
     context_key: str = ""
     commands: tuple[CommandSpec, ...] = ()
     expert: Ref | None = None
+    expert_replans: bool = False
+    """Whether ``expert``, called mid-episode, solves the task from the state the episode is in
+    (not only right after a reset); the warm start's recovery demonstrations need it."""
     description: str = ""
     tool_surface: Ref | None = None
     outcome: Literal["return", "success"] = "return"

@@ -177,6 +177,14 @@ def expert_of(env: Any) -> tuple[ExpertPlayer, Any] | None:
     return (expert, adapter) if expert is not None else None
 
 
+def expert_replans(env: Any) -> bool:
+    """Whether ``env``'s expert player also plans from a mid-episode state
+    (``BenchmarkSpec.expert_replans``)."""
+    if expert_of(env) is None:
+        return False
+    return get_spec(env.unwrapped.adapter.benchmark).expert_replans
+
+
 def has_expert(env: Any) -> bool:
     """Whether ``env``'s benchmark has an expert to warm-start from (env workers ask it without
     importing the trainer's model stack)."""

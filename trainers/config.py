@@ -172,6 +172,9 @@ class WarmupSettings(_Section):
     enabled: bool | None = Field(
         None, description="None: on when the env's adapter offers expert_plan(); true: required; false: off")
     games: int = Field(24, ge=1, description="train tasks whose expert plans are demonstrated (never the eval tasks)")
+    recoveries: int = Field(
+        0, ge=0, description="per game, extra replays with one random off-plan action, then the expert's replan "
+        "from there (only those steps are demonstrations): the policy sees how to recover from a wrong step")
     steps: int = Field(32, ge=1, description="optimizer steps (under one pass: the policy must keep room to explore)")
     batch_size: int = Field(4, ge=1, description="demonstrations per optimizer step")
     micro_batch_size: int = Field(4, ge=1)

@@ -434,13 +434,14 @@ class Trainer:
             record["before"] = self.evaluate_held_out("before", phase="warmup").metrics()
         demos = collect_demonstrations(self.env_fn, self.tokenizer, cfg.prompt, games,
                                        derive_seed(cfg.run.seed, 31337), stop_token_ids(self.tokenizer, self.model),
-                                       progress=cfg.run.progress)
+                                       progress=cfg.run.progress, recoveries=cfg.warmup.recoveries)
         history = run_warmup(self.model, demos, cfg.warmup, self.pad_id, derive_seed(cfg.run.seed, 271828), self._log,
                              progress=cfg.run.progress, autocast=self.parallel.warm_start_autocast)
         self.parallel.align_after_warm_start(self.model)
         self.reference.capture(self.model, self.parallel)  # RL starts here: the KL term pulls back to this policy
         self.generator.sync_weights(self.model, 0)
-        record.update({"demonstrations": len(demos), "steps": len(history), "loss_first": history[0]["loss"],
+        record.update({"demonstrations": len(demos), "recovery_demonstrations": sum(d.recovery for d in demos),
+                       "steps": len(history), "loss_first": history[0]["loss"],
                        "loss_last": history[-1]["loss"]})
         if cfg.warmup.evaluate:
             record["after"] = self.evaluate_held_out("after_warmup", phase="warmup").metrics()

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
-from rubricgym.registration import expert_of
+from rubricgym.registration import expert_of, expert_replans
 from rubricgym.trainers.config import WarmupSettings
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.parallel.base import norm_value
@@ -39,6 +39,7 @@ class Demonstration:
     prompt_ids: list[int]
     response_ids: list[int]
     response_text: str
+    recovery: bool = False  # a step after a detour (``collect_demonstrations(recoveries=...)``)
 
 
 def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACTION_GRAMMAR) -> str:
@@ -51,43 +52,89 @@ def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACT
 
 def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: PromptSettings,
                            tasks: Sequence[str], seed: int, stop_ids: Sequence[int] = (),
-                           progress: bool = False) -> list[Demonstration]:
+                           progress: bool = False, recoveries: int = 0) -> list[Demonstration]:
     """Replay each task's expert plan through a fresh env; one demonstration per accepted step.
 
     Steps run until the plan ends or the env's own budget stops the episode, so prompts are
-    exactly those the policy sees in RL (same builder, same history window)."""
+    exactly those the policy sees in RL (same builder, same history window).
+
+    ``recoveries`` > 0 plays each game that many more times with one detour (noise injection,
+    as DART: Laskey et al., 2017): the plan up to a random step, then a random other admissible
+    action, then the expert's plan from *there*; the steps after the detour are the
+    demonstrations (the prefix would repeat the plain replay's prompts). A policy cloned from
+    plans alone has never seen a state off the plan, so after a wrong guess on an unseen game it
+    has no action that recovers, and loops. Needs an expert that replans mid-episode
+    (``BenchmarkSpec.expert_replans``)."""
     env = env_fn()
     found = expert_of(env)
     if found is None:
         env.close()
         raise ValueError("warmup.enabled=true, but this env's benchmark declares no expert player to learn from")
+    if recoveries and not expert_replans(env):
+        env.close()
+        raise ValueError(f"warmup.recoveries={recoveries} needs an expert that plans from a mid-episode state; "
+                         "this env's benchmark does not declare one (BenchmarkSpec.expert_replans). "
+                         "Fix: warmup.recoveries=0")
     expert, adapter = found
+    rng = random.Random(seed)
     demos: list[Demonstration] = []
     bar = _bar(len(tasks), "demonstrations", "game") if progress else None
     try:
         for k, task_id in enumerate(tasks):
             if bar is not None:
                 bar.update(1)
-            obs, info = env.reset(seed=seed + k, options={"task_id": task_id})
-            view = EpisodeView.start(env, obs, info)
-            for command in expert(adapter):
-                prompt_ids = render_prompt(tokenizer, view, prompt)
-                text = demonstration_response(command, adapter.grammar)
-                response_ids = list(tokenizer(text, add_special_tokens=False)["input_ids"]) + list(stop_ids[:1])
-                obs, _, terminated, truncated, info = env.step(text)
-                transition = info.get("transition")
-                if transition is None or not transition.action.ok or transition.error:
-                    log.warning("expert step %r of %s was not accepted; demonstration cut there", command, task_id)
-                    break
-                demos.append(Demonstration(task_id, view.step, prompt_ids, response_ids, text))
-                view.record(text, obs, info)
-                if terminated or truncated:
-                    break
+            replay = _Replay(env, adapter, tokenizer, prompt, stop_ids, task_id, seed + k)
+            plan = list(expert(adapter))
+            replay.play(plan, demos)
+            for _ in range(recoveries if plan else 0):
+                replay = _Replay(env, adapter, tokenizer, prompt, stop_ids, task_id, seed + k)
+                detour_at = rng.randrange(len(plan))
+                if not replay.play(plan[:detour_at], None):
+                    continue
+                planned = _command(plan[detour_at])
+                others = [a for a in replay.view.admissible_actions or [] if a != planned]
+                if others and replay.play([rng.choice(others)], None):
+                    replay.play(list(expert(adapter)), demos, recovery=True)
     finally:
         env.close()
         if bar is not None:
             bar.close()
     return demos
+
+
+def _command(action: str | ExpertAction) -> str:
+    return action.content if isinstance(action, ExpertAction) else str(action)
+
+
+class _Replay:
+    """One episode of a demonstration game: reset on construction, then ``play`` commands."""
+
+    def __init__(self, env: Any, adapter: Any, tokenizer: Any, prompt: PromptSettings, stop_ids: Sequence[int],
+                 task_id: str, seed: int) -> None:
+        self.env, self.adapter, self.tokenizer, self.prompt = env, adapter, tokenizer, prompt
+        self.stop_ids, self.task_id = stop_ids, task_id
+        obs, info = env.reset(seed=seed, options={"task_id": task_id})
+        self.view = EpisodeView.start(env, obs, info)
+
+    def play(self, commands: Sequence[str | ExpertAction], demos: list[Demonstration] | None,
+             recovery: bool = False) -> bool:
+        """Step ``commands`` in order, appending one demonstration per accepted step to ``demos``
+        (None: step without recording). False once a step is refused or the episode ends."""
+        for command in commands:
+            prompt_ids = render_prompt(self.tokenizer, self.view, self.prompt)
+            text = demonstration_response(command, self.adapter.grammar)
+            obs, _, terminated, truncated, info = self.env.step(text)
+            transition = info.get("transition")
+            if transition is None or not transition.action.ok or transition.error:
+                log.warning("expert step %r of %s was not accepted; demonstration cut there", command, self.task_id)
+                return False
+            if demos is not None:
+                response_ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + list(self.stop_ids[:1])
+                demos.append(Demonstration(self.task_id, self.view.step, prompt_ids, response_ids, text, recovery))
+            self.view.record(text, obs, info)
+            if terminated or truncated:
+                return False
+        return True
 
 
 def _bar(total: int, desc: str, unit: str) -> Any:

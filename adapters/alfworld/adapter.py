@@ -167,6 +167,11 @@ class ALFWorldAdapter(Adapter):
         self._env = None
 
     # -- extras -------------------------------------------------------------------------
+    @property
+    def commands_taken(self) -> int:
+        """Commands the engine accepted (and acted on) since the last reset."""
+        return len(self._commands)
+
     @preserves_process_state
     def expert_plan(self, from_current_state: bool = False) -> list[str]:
         """The fast-downward planner's ``policy_commands`` for the current game (a separate

@@ -27,4 +27,5 @@ SPEC = BenchmarkSpec(
     judge_rubric=_HERE / "rubric.yaml",
     context_key="task type, stage, location, inventory and the states of the task's objects",
     expert=f"{_PACKAGE}.expert:expert_actions",
+    expert_replans=True,
 )
