@@ -120,6 +120,30 @@ def aggregate(results: list[dict[str, Any]], reference: str = "trca", baseline: 
     return out
 
 
+def code_version() -> dict[str, Any]:
+    """Which code produced the numbers: the checkout's commit (None outside a git checkout), whether
+    its tracked files had changes, and the installed rubricgym version."""
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    try:
+        installed: str | None = version("rubricgym")
+    except PackageNotFoundError:
+        installed = None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "tracked_changes": None if status is None else bool(status),
+            "rubricgym": installed}
+
+
 def _seeds(text: str) -> list[int]:
     return [int(s) for s in text.split(",") if s.strip()]
 
@@ -151,9 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
                     "torch_threads": torch.get_num_threads()},
+        "code": code_version(),
         "load_average_start": list(load_start), "load_average_end": list(os.getloadavg()),
         "wall_s_this_invocation": time.perf_counter() - started,
-        "warm_start": {k: warm_record.get(k) for k in ("games", "steps", "loss_first", "loss_last", "eval_split")},
+        "warm_start": {k: warm_record.get(k) for k in ("games", "demonstrations", "recovery_demonstrations", "steps",
+                                                          "loss_first", "loss_last", "eval_split")},
         "held_out_tasks": warm_record.get("eval_tasks"),
         "before": warm_record.get("before"), "after_warmup": warm_record.get("after"),
         "gain": "held-out success after RL minus after the warm start (same tasks, greedy)",

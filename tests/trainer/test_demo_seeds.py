@@ -57,6 +57,7 @@ def test_seeds_repeat_rl_from_one_warm_start_and_a_rerun_resumes(tmp_path, monke
     # paired seeds: one seed's estimators sample the same first batch, two seeds do not
     assert _first_batch(out / "grpo-seed0") == _first_batch(out / "rloo-seed0")
     assert _first_batch(out / "grpo-seed0") != _first_batch(out / "grpo-seed1")
+    assert len(report["code"]["commit"]) == 40 and report["code"]["rubricgym"]  # which code made the numbers
     grpo = report["estimators"]["grpo"]
     gains = [r["gain"] for r in report["runs"] if r["estimator"] == "grpo"]
     assert grpo["seeds"] == [0, 1] and grpo["gains"] == gains and grpo["mean"] == pytest.approx(sum(gains) / 2)
