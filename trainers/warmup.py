@@ -121,7 +121,7 @@ class _Replay:
         """Step ``commands`` in order, appending one demonstration per accepted step to ``demos``
         (None: step without recording). False once a step is refused or the episode ends."""
         for command in commands:
-            prompt_ids = render_prompt(self.tokenizer, self.view, self.prompt)
+            prompt_ids = render_prompt(self.tokenizer, self.view, self.prompt) if demos is not None else []
             text = demonstration_response(command, self.adapter.grammar)
             obs, _, terminated, truncated, info = self.env.step(text)
             transition = info.get("transition")
