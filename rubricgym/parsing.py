@@ -23,6 +23,11 @@ class ExpertAction:
     content: str
     kind: str | None = None
 
+    @classmethod
+    def of(cls, action: str | ExpertAction) -> ExpertAction:
+        """An expert's step as an ``ExpertAction`` (experts may return plain command strings)."""
+        return action if isinstance(action, ExpertAction) else cls(str(action))
+
 
 @dataclass(frozen=True)
 class TagGrammar:
@@ -73,7 +78,7 @@ class TagGrammar:
         >>> ACTION_GRAMMAR.render("look", reasoning="hm")
         '<think>hm</think><action>look</action>'
         """
-        act = action if isinstance(action, ExpertAction) else ExpertAction(str(action))
+        act = ExpertAction.of(action)
         kind = act.kind or self.action_tags[0]
         think = f"<{self.reasoning_tag}>{reasoning}</{self.reasoning_tag}>" if self.reasoning_tag else ""
         return f"{think}<{kind}>{act.content}</{kind}>"

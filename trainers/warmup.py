@@ -46,7 +46,7 @@ def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACT
     """A one-clause reasoning, then the expert's action, in the env's grammar. Short on
     purpose: on a CPU every generated token of every step costs a decoding pass, and the
     choice the policy explores is the action, not the template around it."""
-    act = action if isinstance(action, ExpertAction) else ExpertAction(str(action))
+    act = ExpertAction.of(action)
     return grammar.render(act, reasoning=f"I should {act.content}.")
 
 
@@ -91,7 +91,7 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
                 detour_at = rng.randrange(len(plan))
                 if not replay.play(plan[:detour_at], None):
                     continue
-                planned = _command(plan[detour_at])
+                planned = ExpertAction.of(plan[detour_at]).content
                 others = [a for a in replay.view.admissible_actions or [] if a != planned]
                 if others and replay.play([rng.choice(others)], None):
                     replay.play(list(expert(adapter)), demos, recovery=True)
@@ -100,10 +100,6 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
         if bar is not None:
             bar.close()
     return demos
-
-
-def _command(action: str | ExpertAction) -> str:
-    return action.content if isinstance(action, ExpertAction) else str(action)
 
 
 class _Replay:
@@ -126,7 +122,7 @@ class _Replay:
             obs, _, terminated, truncated, info = self.env.step(text)
             transition = info.get("transition")
             if transition is None or not transition.action.ok or transition.error:
-                log.warning("expert step %r of %s was not accepted; demonstration cut there", command, self.task_id)
+                log.warning("replayed step %r of %s was not accepted; replay cut there", command, self.task_id)
                 return False
             if demos is not None:
                 response_ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + list(self.stop_ids[:1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import gymnasium as gym
 import pytest
 
 from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT
@@ -17,7 +18,7 @@ from rubricgym.trainers.warmup import collect_demonstrations
 GAMES = 3
 
 
-def test_after_any_detour_the_replanned_expert_still_wins(make_env, wrap):
+def test_after_a_detour_holding_the_object_the_replan_wins(make_env, wrap):
     env = make_env()
     adapter = env.unwrapped.adapter
     assert expert_replans(env)
@@ -45,14 +46,13 @@ def test_after_any_detour_the_replanned_expert_still_wins(make_env, wrap):
     assert checked == GAMES
 
 
-def test_recovery_demonstrations_follow_a_detour():
+def test_recovery_demonstrations_follow_a_detour(make_env):
     _, tokenizer = load_causal_lm("tiny", device="cpu", seed=0)
-    import gymnasium as gym
 
     def env_fn():
         return gym.make("ALFWorld-Rubric-v0", reward="none", data_path=BUNDLED_ROOT, max_steps=12)
 
-    tasks = gym.make("ALFWorld-Rubric-v0", reward="none", data_path=BUNDLED_ROOT).unwrapped.adapter.task_ids()[:GAMES]
+    tasks = make_env().unwrapped.adapter.task_ids()[:GAMES]
     prompt = PromptSettings(max_prompt_tokens=4096)
     plain = collect_demonstrations(env_fn, tokenizer, prompt, tasks, seed=0)
     both = collect_demonstrations(env_fn, tokenizer, prompt, tasks, seed=0, recoveries=2)
