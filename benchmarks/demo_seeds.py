@@ -66,19 +66,15 @@ def warm_start(out: Path, config_path: str | None, overrides: list[str]) -> Path
 def run_seed(out: Path, warm: Path, estimator: str, seed: int, overrides: list[str]) -> dict[str, Any]:
     """One RL phase from the shared warm start; its ``result.json`` (kept: not run again)."""
     from rubricgym.trainers.checkpoint import latest_checkpoint
+    from rubricgym.trainers.run_files import fork_run, seed_run_name
     from rubricgym.trainers.trainer import Trainer
 
-    folder = out / f"{estimator}-seed{seed}"
+    folder = out / seed_run_name(estimator, seed)
     finished = folder / RESULT_FILE
     if finished.is_file():
         return json.loads(finished.read_text(encoding="utf-8"))
     if latest_checkpoint(folder) is None:  # nothing to resume: start from a copy of the warm start
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        for name in COPIED_FILES:
-            shutil.copy2(warm / name, folder / name)
-        start = latest_checkpoint(warm)
-        shutil.copytree(start, folder / start.name)
+        fork_run(warm, latest_checkpoint(warm), folder, COPIED_FILES)
     started = time.perf_counter()
     trainer = Trainer.from_run_dir(folder, [*overrides, f"run.seed={seed}", f"algorithm.advantage={estimator}",
                                             f"run.output_dir={out}", f"run.name={folder.name}",

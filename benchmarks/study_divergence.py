@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections import defaultdict
 from pathlib import Path
-
-RUN = re.compile(r"^(?P<estimator>.+)-seed(?P<seed>\d+)$")
-
 
 def responses(run: Path) -> dict[int, list[tuple[str, ...]]]:
     """Iteration -> each rollout's responses, in file order."""
@@ -46,11 +42,14 @@ def max_abs_difference(a: dict, b: dict) -> float | None:
 
 
 def divergence(study: Path) -> dict:
+    from rubricgym.trainers.run_files import parse_seed_run_name
+
     runs: dict[int, dict[str, Path]] = defaultdict(dict)
     for run in sorted((study / "runs").iterdir()):
-        match = RUN.match(run.name)
-        if match and run.is_dir():
-            runs[int(match["seed"])][match["estimator"]] = run
+        named = parse_seed_run_name(run.name)
+        if named and run.is_dir():
+            estimator, seed = named
+            runs[seed][estimator] = run
     summary = study / "summary.json"  # written when the study ends; before that, names in order
     order = (json.loads(summary.read_text())["settings"]["estimators"] if summary.is_file()
              else sorted({e for by in runs.values() for e in by}))

@@ -12,26 +12,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import shutil
 import tempfile
 from pathlib import Path
-
-RUN = re.compile(r"^(?P<estimator>.+)-seed(?P<seed>\d+)$")
 
 
 def warm_start_success(run: Path) -> dict[str, float | int]:
     """Evaluate ``run``'s iteration-0 checkpoint on its held-out tasks (in a scratch copy)."""
+    from rubricgym.trainers.run_files import fork_run
     from rubricgym.trainers.trainer import Trainer
 
     start = run / "checkpoint-000000"
     if not start.is_dir():
         raise FileNotFoundError(f"{run} has no checkpoint at iteration 0")
     with tempfile.TemporaryDirectory() as scratch:
-        copy = Path(scratch) / run.name
-        copy.mkdir()
-        shutil.copy2(run / "config.yaml", copy / "config.yaml")
-        shutil.copytree(start, copy / start.name)
+        copy = fork_run(run, start, Path(scratch) / run.name)
         trainer = Trainer.from_run_dir(copy, ["run.progress=false"])
         try:
             iteration = trainer.iteration  # restored from the checkpoint: 0, before any RL update
@@ -48,11 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("study", type=Path, help="the study's output folder (its runs/ holds one folder per run)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
+    from rubricgym.trainers.run_files import parse_seed_run_name
+
     seeds: dict[int, Path] = {}
     for run in sorted((args.study / "runs").iterdir()):
-        match = RUN.match(run.name)
-        if match and (run / "checkpoint-000000").is_dir():
-            seeds.setdefault(int(match["seed"]), run)  # a seed's runs share their warm start
+        named = parse_seed_run_name(run.name)
+        if named and (run / "checkpoint-000000").is_dir():
+            seeds.setdefault(named[1], run)  # a seed's runs share their warm start
     out = {"study": str(args.study), "per_seed": {str(seed): {"run": run.name, **warm_start_success(run)}
                                                  for seed, run in sorted(seeds.items())}}
     text = json.dumps(out, indent=2)

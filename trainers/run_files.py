@@ -1,5 +1,6 @@
-"""Reading a run folder back for a resume (the metrics log, the run's config), and writing
-into one without following links.
+"""Reading a run folder back for a resume (the metrics log, the run's config), writing
+into one without following links, naming the (estimator, seed) runs of a study and
+forking a new run from another run's checkpoint.
 
 Both may have been cut short by a crash (a kill mid-``write``) or damaged since. A partial
 last metrics line is cut (it belongs to an iteration that is redone); a broken
@@ -12,6 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,34 @@ from rubricgym.trainers.checkpoint import CheckpointError, atomic_write_text, ne
 from rubricgym.trainers.config import TrainConfig, load_config
 
 log = logging.getLogger(__name__)
+
+_SEED_RUN = re.compile(r"^(?P<label>.+)-seed(?P<seed>\d+)$")
+
+
+def seed_run_name(label: str, seed: int) -> str:
+    """The name of one (estimator, seed) run of a study or a seed benchmark: ``trca-seed3``.
+    Its folder (or file stem) carries it, and ``parse_seed_run_name`` reads it back."""
+    return f"{label}-seed{seed}"
+
+
+def parse_seed_run_name(name: str) -> tuple[str, int] | None:
+    """``(label, seed)`` of a ``seed_run_name``; None for any other name."""
+    match = _SEED_RUN.match(name)
+    return (match["label"], int(match["seed"])) if match else None
+
+
+def fork_run(source: Path, checkpoint: Path, dest: Path, files: Sequence[str] = ("config.yaml",)) -> Path:
+    """A new run folder ``dest`` that starts where ``checkpoint`` (a checkpoint folder of the
+    run ``source``) left off: ``files`` of ``source`` and the checkpoint are copied, so
+    ``Trainer.from_run_dir(dest, overrides)`` resumes from it with its own settings. Whatever
+    ``dest`` held is replaced. The source run is only read."""
+    source, checkpoint, dest = Path(source), Path(checkpoint), Path(dest)
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for name in files:
+        shutil.copy2(source / name, dest / name)
+    shutil.copytree(checkpoint, dest / checkpoint.name)
+    return dest
 
 
 def read_metrics_lines(path: Path) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ import rubricgym  # noqa: F401  (registers the env ids)
 from rubricgym.estimators import ResolvedEstimator, resolve_estimator
 from rubricgym.registration import get_spec, task_ids
 from rubricgym.trainers.choice_training import ChoiceObjective, ChoiceTrainer
-from rubricgym.trainers.run_files import write_run_file
+from rubricgym.trainers.run_files import seed_run_name, write_run_file
 from rubricgym.trainers.study.pool import study_pool
 from rubricgym.yaml_files import read_yaml_file
 
@@ -155,7 +155,7 @@ def _held_out(settings: ChoiceStudySettings) -> tuple[str, list[str]]:
 def run_one(settings: ChoiceStudySettings, label: str, seed: int, out: Path) -> RunRecord:
     """Warm-start, train and evaluate one (label, seed); kept as ``out/<label>-seed<seed>.json``
     (a finished one is read back, not trained again)."""
-    path = out / f"{label}-seed{seed}.json"
+    path = out / f"{seed_run_name(label, seed)}.json"
     if path.is_file():
         return RunRecord.model_validate_json(path.read_text(encoding="utf-8"))
     torch.set_num_threads(1)
@@ -197,7 +197,7 @@ def run_one(settings: ChoiceStudySettings, label: str, seed: int, out: Path) -> 
 def read_records(settings: ChoiceStudySettings) -> list[RunRecord]:
     """The finished runs of the study's (label, seed) pairs found under its output folder."""
     runs = Path(settings.output_dir) / "runs"
-    paths = [runs / f"{label}-seed{seed}.json" for seed in settings.seeds for label in settings.labels()]
+    paths = [runs / f"{seed_run_name(label, seed)}.json" for seed in settings.seeds for label in settings.labels()]
     return [RunRecord.model_validate_json(p.read_text(encoding="utf-8")) for p in paths if p.is_file()]
 
 
@@ -227,5 +227,5 @@ def run_choice_study(settings: ChoiceStudySettings) -> tuple[list[RunRecord], di
                 except Exception as exc:  # noqa: BLE001 - a worker process died
                     done[pair] = f"worker process failed: {type(exc).__name__}: {exc}"
     records = [r for r in done.values() if isinstance(r, RunRecord)]
-    failed = {f"{label}-seed{seed}": r for (label, seed), r in done.items() if isinstance(r, str)}
+    failed = {seed_run_name(label, seed): r for (label, seed), r in done.items() if isinstance(r, str)}
     return records, failed

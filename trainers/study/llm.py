@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rubricgym.env_factories import register_env_factories, registered_env_factories
 from rubricgym.estimators import get_estimator
 from rubricgym.trainers.config import load_config
-from rubricgym.trainers.run_files import write_run_file
+from rubricgym.trainers.run_files import seed_run_name, write_run_file
 from rubricgym.trainers.study.pool import study_pool
 from rubricgym.trainers.study.statistics import area_under_curve, band, format_band, paired_comparison
 from rubricgym.trainers.trainer import Trainer
@@ -113,7 +113,7 @@ class RunResult(BaseModel):
 def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> RunResult:
     """Train one (estimator, seed) to the budget (and evaluate it on the held-out tasks when
     asked); the result is kept beside the run, so a study run again skips it."""
-    finished = out / f"{estimator}-seed{seed}" / RUN_FILE
+    finished = out / seed_run_name(estimator, seed) / RUN_FILE
     if finished.is_file():
         kept = RunResult.model_validate_json(finished.read_text(encoding="utf-8"))
         if kept.held_out is not None or not settings.held_out:
@@ -124,7 +124,7 @@ def run_one(settings: StudySettings, estimator: str, seed: int, out: Path) -> Ru
     config = load_config(settings.config, [*settings.overrides, f"algorithm.advantage={estimator}",
                                             f"run.seed={seed}", f"run.iterations={iterations}",
                                             "run.evaluate_after=false", "run.progress=false",
-                                            f"run.name={estimator}-seed{seed}", f"run.output_dir={out}"])
+                                            f"run.name={seed_run_name(estimator, seed)}", f"run.output_dir={out}"])
     trainer = Trainer(config)
     try:
         trainer.train(evaluate=False)
@@ -342,7 +342,7 @@ def run_study(settings: StudySettings) -> dict[str, Any]:
     finished = [r for r in results if not isinstance(r, str)]
     rows = [row for r in finished for row in r.rows]
     held_out = [r.held_out for r in finished if r.held_out is not None]
-    failed = {f"{e}-seed{s}": result for (e, s), result in zip(pairs, results) if isinstance(result, str)}
+    failed = {seed_run_name(e, s): result for (e, s), result in zip(pairs, results) if isinstance(result, str)}
     return write_results(rows, settings, out, failed, objective, held_out)
 
 
