@@ -39,3 +39,9 @@ def test_the_warm_start_checkpoint_is_evaluated_as_the_run_evaluated_it(tmp_path
     assert [again[k] for k in ("episodes", "successes", "return_mean", "action_parsed_rate")] == \
         [measured[k] for k in ("episodes", "successes", "return_mean", "action_parsed_rate")]
     assert (run / "evaluations.json").read_text() == kept  # evaluated in a scratch copy: the run is untouched
+    # under another setting (a one-step budget) the same checkpoint plays shorter episodes
+    short = tmp_path / "short.json"
+    assert module.main([str(tmp_path / "study"), "--set", "env.max_steps=1", "--json", str(short)]) == 0
+    one_step = json.loads(short.read_text())
+    assert one_step["overrides"] == ["env.max_steps=1"] and one_step["per_seed"]["3"]["steps_mean"] == 1
+    assert again["steps_mean"] > 1  # the run's own budget (2) was used above: the override did something
