@@ -20,7 +20,6 @@ resumes from its own newest checkpoint, and the warm start is not repeated once 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import platform
@@ -98,7 +97,7 @@ def run_seed(out: Path, warm: Path, estimator: str, seed: int, overrides: list[s
 
 def aggregate(results: list[dict[str, Any]], reference: str = "trca", baseline: str = "grpo") -> dict[str, Any]:
     """Per estimator: seeds, gains, their mean and 95% t-interval; ``reference`` vs ``baseline``
-    paired on the seeds both ran."""
+    paired on the seeds both ran (recorded as the studies record a comparison)."""
     from rubricgym.trainers.study.statistics import band, paired_comparison
 
     by: dict[str, dict[int, float]] = {}
@@ -112,7 +111,8 @@ def aggregate(results: list[dict[str, Any]], reference: str = "trca", baseline: 
     out: dict[str, Any] = {"estimators": estimators}
     if reference in by and baseline in by and len(set(by[reference]) & set(by[baseline])) > 1:
         c = paired_comparison(by[reference], by[baseline])
-        out["paired"] = {"pair": f"{reference} - {baseline}", **dataclasses.asdict(c)}
+        # better/worse: how many seeds' gains are above/below the baseline's
+        out["paired"] = {"pair": f"{reference} - {baseline}", **c.as_dict()}
     return out
 
 
