@@ -30,6 +30,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from rubricgym.atomic_files import atomic_write_text
+
 WARM_START = "warm-start"
 RESULT_FILE = "result.json"
 #: what a run folder starts from: the warm start's files (its checkpoint is copied separately)
@@ -186,8 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                         "rule": f"the 95% interval of {args.advantage}'s mean gain excludes zero, above it"}
     text = json.dumps(report, indent=2)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
+        atomic_write_text(args.json, text + "\n")  # never half a file, even when stopped while writing
     else:
         print(text)
     return 0

@@ -28,6 +28,7 @@ from typing import Any
 import gymnasium as gym
 
 import rubricgym  # noqa: F401  (registers the benchmarks' env ids)
+from rubricgym.atomic_files import atomic_write_text
 from rubricgym.registration import check_env_id
 from rubricgym.trainers.statistics import wilson_interval
 
@@ -98,12 +99,15 @@ def main(argv: list[str] | None = None) -> int:
               "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
               "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
               **measure(args.env, args.budgets, args.samples, excluded, args.tasks)}
-    text = json.dumps(report, indent=2)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n", encoding="utf-8")
-    else:
-        print(text)
+    if not args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")  # never half a file
+    for budget, result in report["budgets"].items():
+        low, high = result["wilson95"]
+        print(f"{budget:>4} steps: {result['successes']}/{result['episodes']} won "
+              f"({result['success_rate']:.1%}, Wilson 95% {low:.1%}-{high:.1%})")
+    print(f"written to {args.json}")
     return 0
 
 

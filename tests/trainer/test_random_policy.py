@@ -22,11 +22,13 @@ def _module():
     return module
 
 
-def test_success_per_budget_matches_the_chance_of_a_uniform_pick(tmp_path):
+def test_success_per_budget_matches_the_chance_of_a_uniform_pick(tmp_path, capsys):
     out = tmp_path / "random.json"
     assert _module().main(["--env", EVAL_ID, "--budgets", "1,3", "--samples", "100", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     one, three = report["budgets"]["1"], report["budgets"]["3"]
+    summary = capsys.readouterr().out  # one line per budget for the reader, the JSON in the file
+    assert f"   3 steps: {three['successes']}/300 won" in summary and str(out) in summary
     assert one["episodes"] == three["episodes"] == 300  # 3 held-out tasks x 100 samples
     for measured, chance in ((one, 1 / 6), (three, 1 - (5 / 6) ** 3)):
         low, high = measured["wilson95"]
