@@ -50,6 +50,8 @@ def play(env: gym.Env, task_id: str, sample: int, budget: int, excluded: frozens
         if not admissible:
             raise ValueError(f"{task_id}: the env lists no admissible actions; a random policy needs them")
         _, _, terminated, truncated, info = env.step(grammar.render(choose(admissible, excluded, rng)))
+        if info.get("environment_failure"):  # not the policy's loss: no number rather than a wrong one
+            raise RuntimeError(f"{task_id} (sample {sample}): {info.get('error')}; chance level not measured")
         if terminated or truncated:
             outcome = info.get("outcome")
             return step if outcome is not None and outcome.success else None

@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 from trainer.split_word_env import EVAL_ID
+from trainer.word_env import WordAdapter
+
+from rubricgym.adapter import EngineFailure
+from rubricgym.env import RubricEnv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,3 +60,14 @@ def test_bad_budgets_are_refused_with_a_clear_message(capsys):
     with pytest.raises(SystemExit):
         _module().main(["--env", EVAL_ID, "--budgets", "0,3"])
     assert "positive step counts" in capsys.readouterr().err
+
+
+class _BrokenEngine(WordAdapter):
+    def step(self, action):
+        raise EngineFailure("the engine's process died")
+
+
+def test_an_engine_failure_stops_the_measurement_instead_of_counting_as_a_loss():
+    env = RubricEnv(_BrokenEngine(num_tasks=1), max_steps=3)
+    with pytest.raises(RuntimeError, match="pick-0 .sample 0.: environment failure: the engine's process died"):
+        _module().play(env, "pick-0", 0, 3, frozenset())
