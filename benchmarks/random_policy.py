@@ -61,10 +61,11 @@ def play(env: gym.Env, task_id: str, sample: int, budget: int, excluded: frozens
 def measure(env_id: str, budgets: list[int], samples: int, excluded: frozenset[str],
             tasks: int | None = None) -> dict[str, Any]:
     """Success at each budget over every (task, sample), with the per-task winning steps."""
-    env = gym.make(check_env_id(env_id), reward="none", max_steps=max(budgets))
+    longest = max(budgets)  # one play per (task, sample) answers every shorter budget
+    env = gym.make(check_env_id(env_id), reward="none", max_steps=longest)
     try:
         task_ids = list(env.unwrapped.adapter.task_ids())[:tasks]
-        won_at = {t: [play(env, t, k, max(budgets), excluded) for k in range(samples)] for t in task_ids}
+        won_at = {t: [play(env, t, k, longest, excluded) for k in range(samples)] for t in task_ids}
     finally:
         env.close()
     episodes = len(task_ids) * samples
@@ -78,7 +79,7 @@ def measure(env_id: str, budgets: list[int], samples: int, excluded: frozenset[s
             "budgets": per_budget, "won_at_step": won_at}
 
 
-def _ints(text: str) -> list[int]:
+def _budgets(text: str) -> list[int]:
     values = [int(v) for v in text.split(",") if v.strip()]
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError("budgets are positive step counts, e.g. 10,20,30")
@@ -88,7 +89,7 @@ def _ints(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", default="ALFWorld-Rubric-Eval-v0", help="a registered env id")
-    ap.add_argument("--budgets", type=_ints, default=[10, 20, 30], help="step budgets (comma-separated)")
+    ap.add_argument("--budgets", type=_budgets, default=[10, 20, 30], help="step budgets (comma-separated)")
     ap.add_argument("--samples", type=int, default=3, help="episodes per task")
     ap.add_argument("--tasks", type=int, default=None, help="only the first N tasks (default: all)")
     ap.add_argument("--exclude-verbs", default="", help="comma-separated first words never chosen")

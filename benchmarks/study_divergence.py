@@ -17,6 +17,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+
 def responses(run: Path) -> dict[int, list[tuple[str, ...]]]:
     """Iteration -> each rollout's responses, in file order."""
     out = {}

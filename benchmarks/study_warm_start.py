@@ -16,10 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 
-def warm_start_success(run: Path, overrides: list[str] | None = None) -> dict[str, object]:
+def warm_start_success(run: Path, overrides: Sequence[str] = ()) -> dict[str, object]:
     """Evaluate ``run``'s iteration-0 checkpoint on its held-out tasks (in a scratch copy), with
     ``overrides`` applied to the run's config."""
     from rubricgym.trainers.run_files import fork_run
@@ -30,7 +31,7 @@ def warm_start_success(run: Path, overrides: list[str] | None = None) -> dict[st
         raise FileNotFoundError(f"{run} has no checkpoint at iteration 0")
     with tempfile.TemporaryDirectory() as scratch:
         copy = fork_run(run, start, Path(scratch) / run.name)
-        trainer = Trainer.from_run_dir(copy, [*(overrides or []), "run.progress=false"])
+        trainer = Trainer.from_run_dir(copy, [*overrides, "run.progress=false"])
         try:
             iteration = trainer.iteration  # restored from the checkpoint: 0, before any RL update
             result = trainer.evaluate_held_out("after_warmup")
