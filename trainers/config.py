@@ -175,6 +175,9 @@ class WarmupSettings(_Section):
     recoveries: int = Field(
         0, ge=0, description="per game, extra replays with one random off-plan action, then the expert's replan "
         "from there (only those steps are demonstrations): the policy sees how to recover from a wrong step")
+    dagger_rounds: int = Field(
+        0, ge=0, description="DAgger rounds after the cloning: the policy plays the demonstration games (sampled), "
+        "the expert labels every state it reached, and `steps` more steps train on all demonstrations so far")
     steps: int = Field(32, ge=1, description="optimizer steps (under one pass: the policy must keep room to explore)")
     batch_size: int = Field(4, ge=1, description="demonstrations per optimizer step")
     micro_batch_size: int = Field(4, ge=1)

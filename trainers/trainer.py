@@ -38,7 +38,7 @@ from rubricgym.trainers.env_workers import build_collector
 from rubricgym.trainers.evaluation import EvalResult, Evaluator, build_evaluator, distinct_group_share, policy_entropy
 from rubricgym.trainers.generation import HFGenerator, VLLMGenerator, stop_token_ids
 from rubricgym.trainers.generation_server import OpenAIServerGenerator
-from rubricgym.trainers.rollout import Rollout, RolloutTimings, available_tasks, make_env_factory
+from rubricgym.trainers.rollout import Rollout, RolloutCollector, RolloutTimings, available_tasks, make_env_factory
 from rubricgym.trainers.run_files import (append_run_line, cut_metrics, load_run_config, read_metrics_lines,
                                           refuse_links_outside, write_run_file)
 from rubricgym.trainers.run_loggers import RunLoggers
@@ -47,7 +47,7 @@ from rubricgym.trainers.parallel.choose import choose_strategy
 from rubricgym.trainers.parallel.ranks import Ranks
 from rubricgym.trainers.update import ppo_update
 from rubricgym.trainers.reference import KLReference
-from rubricgym.trainers.warmup import collect_demonstrations, run_warmup
+from rubricgym.trainers.warmup import collect_demonstrations, label_visited_states, run_warmup
 from rubricgym.yaml_files import read_yaml_file
 
 log = logging.getLogger(__name__)
@@ -437,10 +437,26 @@ class Trainer:
                                        progress=cfg.run.progress, recoveries=cfg.warmup.recoveries)
         history = run_warmup(self.model, demos, cfg.warmup, self.pad_id, derive_seed(cfg.run.seed, 271828), self._log,
                              progress=cfg.run.progress, autocast=self.parallel.warm_start_autocast)
+        record["dagger"] = []
+        for round_ in range(1, cfg.warmup.dagger_rounds + 1):
+            played = self._play_demonstration_games(games, round_)
+            labels = label_visited_states(self.env_fn, self.tokenizer, cfg.prompt,
+                                          [(r.task_id, r.seed, [s.response_text for s in r.steps]) for r in played],
+                                          stop_token_ids(self.tokenizer, self.model), progress=cfg.run.progress)
+            demos += labels
+            history += run_warmup(self.model, demos, cfg.warmup, self.pad_id,
+                                  derive_seed(cfg.run.seed, 271828, round_), self._log,
+                                  progress=cfg.run.progress, autocast=self.parallel.warm_start_autocast)
+            record["dagger"].append({"round": round_, "episodes": len(played),
+                                     "successes": sum(r.success for r in played), "labels": len(labels)})
+            self._log({"phase": "warmup", "iteration": 0, "dagger_round": round_,
+                       "dagger_success": sum(r.success for r in played) / max(len(played), 1),
+                       "dagger_labels": len(labels)})
         self.parallel.align_after_warm_start(self.model)
         self.reference.capture(self.model, self.parallel)  # RL starts here: the KL term pulls back to this policy
         self.generator.sync_weights(self.model, 0)
         record.update({"demonstrations": len(demos), "recovery_demonstrations": sum(d.recovery for d in demos),
+                       "dagger_demonstrations": sum(d.visited for d in demos),
                        "steps": len(history), "loss_first": history[0]["loss"],
                        "loss_last": history[-1]["loss"]})
         if cfg.warmup.evaluate:
@@ -456,6 +472,19 @@ class Trainer:
             atomic_write_text(self.run_dir / WARMUP_FILE, json.dumps(record, indent=2))
         self.save()
         return record
+
+    def _play_demonstration_games(self, games: Sequence[str], round_: int) -> list[Rollout]:
+        """The current policy, sampled as in RL, once on each demonstration game, in envs of its
+        own (closed afterwards, as the demonstrations' are): the states DAgger labels."""
+        self.generator.sync_weights(self.model, 0)
+        collector = RolloutCollector(self.env_fn, self.tokenizer, self.config.prompt, self.max_steps)
+        tasks = [(g, derive_seed(self.config.run.seed, 65537, round_, k)) for k, g in enumerate(games)]
+        torch.manual_seed(derive_seed(self.config.run.seed, 65537, round_))
+        try:
+            groups = collector.collect(self.generator, tasks, 1)
+        finally:
+            collector.close()
+        return [r for g in groups for r in g if r.error is None]
 
     # ---- the whole run -----------------------------------------------------------------
     def train(self, stop_after: int | None = None, evaluate: bool | None = None) -> dict[str, Any]:

@@ -40,6 +40,7 @@ class Demonstration:
     response_ids: list[int]
     response_text: str
     recovery: bool = False  # a step after a detour (``collect_demonstrations(recoveries=...)``)
+    visited: bool = False  # a state the policy reached, labelled by the expert (``label_visited_states``)
 
 
 def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACTION_GRAMMAR) -> str:
@@ -102,6 +103,45 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
     return demos
 
 
+def label_visited_states(env_fn: Callable[[], Any], tokenizer: Any, prompt: PromptSettings,
+                         episodes: Sequence[tuple[str, int, Sequence[str]]], stop_ids: Sequence[int] = (),
+                         progress: bool = False) -> list[Demonstration]:
+    """DAgger's labels (Ross, Gordon and Bagnell, 2011): the expert's next action at every state
+    the policy itself reached.
+
+    Each episode ``(task_id, seed, responses)`` is replayed in a fresh env with the policy's own
+    responses (malformed ones too: they are part of the state the prompt shows); before each of
+    them the expert plans from the current state and its first command becomes a
+    demonstration for that prompt. Plans alone (and one random detour) never show the states a
+    cloned policy drifts into on its own, such as holding the object it keeps putting back;
+    these do. Needs an expert that replans (``BenchmarkSpec.expert_replans``)."""
+    env = env_fn()
+    found = expert_of(env)
+    if found is None or not expert_replans(env):
+        env.close()
+        raise ValueError("warmup.dagger_rounds needs an expert that plans from a mid-episode state; this env's "
+                         "benchmark does not declare one (BenchmarkSpec.expert_replans). Fix: warmup.dagger_rounds=0")
+    expert, adapter = found
+    demos: list[Demonstration] = []
+    bar = _bar(len(episodes), "expert labels", "episode") if progress else None
+    try:
+        for task_id, seed, responses in episodes:
+            if bar is not None:
+                bar.update(1)
+            replay = _Replay(env, adapter, tokenizer, prompt, stop_ids, task_id, seed)
+            for response in responses:
+                plan = list(expert(adapter))
+                if plan:
+                    replay.record(plan[0], demos, visited=True)
+                if not replay.follow(response):
+                    break
+    finally:
+        env.close()
+        if bar is not None:
+            bar.close()
+    return demos
+
+
 class _Replay:
     """One episode of a demonstration game: reset on construction, then ``play`` commands."""
 
@@ -117,20 +157,35 @@ class _Replay:
         """Step ``commands`` in order, appending one demonstration per accepted step to ``demos``
         (None: step without recording). False once a step is refused or the episode ends."""
         for command in commands:
-            prompt_ids = render_prompt(self.tokenizer, self.view, self.prompt) if demos is not None else []
             text = demonstration_response(command, self.adapter.grammar)
+            if demos is not None:
+                self.record(command, demos, recovery=recovery)
             obs, _, terminated, truncated, info = self.env.step(text)
             transition = info.get("transition")
             if transition is None or not transition.action.ok or transition.error:
+                if demos is not None:
+                    demos.pop()  # a refused step teaches nothing
                 log.warning("replayed step %r of %s was not accepted; replay cut there", command, self.task_id)
                 return False
-            if demos is not None:
-                response_ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + list(self.stop_ids[:1])
-                demos.append(Demonstration(self.task_id, self.view.step, prompt_ids, response_ids, text, recovery))
             self.view.record(text, obs, info)
             if terminated or truncated:
                 return False
         return True
+
+    def record(self, command: str | ExpertAction, demos: list[Demonstration], recovery: bool = False,
+               visited: bool = False) -> None:
+        """One demonstration: this state's prompt, answered with ``command``."""
+        text = demonstration_response(command, self.adapter.grammar)
+        prompt_ids = render_prompt(self.tokenizer, self.view, self.prompt)
+        response_ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + list(self.stop_ids[:1])
+        demos.append(Demonstration(self.task_id, self.view.step, prompt_ids, response_ids, text, recovery, visited))
+
+    def follow(self, response: str) -> bool:
+        """Step the policy's own ``response`` (refused or not, as in its episode); False once the
+        episode ends."""
+        obs, _, terminated, truncated, info = self.env.step(response)
+        self.view.record(response, obs, info)
+        return not (terminated or truncated)
 
 
 def _bar(total: int, desc: str, unit: str) -> Any:
