@@ -21,17 +21,22 @@ def _env_fn():
     return gym.make("ALFWorld-Rubric-v0", reward="none", data_path=BUNDLED_ROOT, max_steps=12)
 
 
-def test_every_state_the_policy_reached_gets_the_replanned_command(make_env, wrap):
-    _, tokenizer = load_causal_lm("tiny", device="cpu", seed=0)
-    env = make_env()
+def _first_game_and_plan(env):
+    """The first bundled game, reset, and the planner's whole plan for it."""
     adapter = env.unwrapped.adapter
     task_id = adapter.task_ids()[0]
     env.reset(seed=0, options={"task_id": task_id})
-    plan = expert_actions(adapter)
+    return task_id, expert_actions(adapter)
+
+
+def test_every_state_the_policy_reached_gets_the_replanned_command(make_env, wrap):
+    _, tokenizer = load_causal_lm("tiny", device="cpu", seed=0)
+    env = make_env()
+    task_id, plan = _first_game_and_plan(env)
     first_step = env.step(wrap(plan[0]))[4]
     detour = next(a for a in first_step["admissible_actions"] if a.startswith("go to") and a != plan[1])
     env.step(wrap(detour))
-    replanned = expert_actions(adapter)  # from where the detour left the agent
+    replanned = expert_actions(env.unwrapped.adapter)  # from where the detour left the agent
     # the policy's episode: the plan's first step, a detour, a malformed response, then stop
     responses = [wrap(plan[0]), wrap(detour), "no tags at all"]
     demos = label_visited_states(_env_fn, tokenizer, PromptSettings(max_prompt_tokens=4096), [(task_id, 0, responses)])
@@ -43,13 +48,10 @@ def test_every_state_the_policy_reached_gets_the_replanned_command(make_env, wra
     assert replanned != plan[2:]  # the detour did change the plan
 
 
-def test_a_state_the_expert_cannot_plan_from_gets_no_label_and_the_replay_stops_at_the_end():
+def test_no_state_after_the_episode_ended_is_labelled():
     _, tokenizer = load_causal_lm("tiny", device="cpu", seed=0)
     env = _env_fn()
-    adapter = env.unwrapped.adapter
-    task_id = adapter.task_ids()[0]
-    env.reset(seed=0, options={"task_id": task_id})
-    plan = expert_actions(adapter)
+    task_id, plan = _first_game_and_plan(env)
     env.close()
     # the whole plan, then more responses: the episode ends at the win, so nothing after it is labelled
     responses = [f"<think>x</think><action>{c}</action>" for c in plan] + ["<action>look</action>"] * 3
