@@ -21,9 +21,10 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from rubricgym.benchmark import ExpertPlayer
 from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
-from rubricgym.registration import expert_of, expert_replans
+from rubricgym.registration import expert_of, get_spec
 from rubricgym.trainers.config import WarmupSettings
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.parallel.base import norm_value
@@ -67,16 +68,7 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
     has no action that recovers, and loops. Needs an expert that replans mid-episode
     (``BenchmarkSpec.expert_replans``)."""
     env = env_fn()
-    found = expert_of(env)
-    if found is None:
-        env.close()
-        raise ValueError("warmup.enabled=true, but this env's benchmark declares no expert player to learn from")
-    if recoveries and not expert_replans(env):
-        env.close()
-        raise ValueError(f"warmup.recoveries={recoveries} needs an expert that plans from a mid-episode state; "
-                         "this env's benchmark does not declare one (BenchmarkSpec.expert_replans). "
-                         "Fix: warmup.recoveries=0")
-    expert, adapter = found
+    expert, adapter = _expert(env, f"warmup.recoveries={recoveries}" if recoveries else None)
     rng = random.Random(seed)
     demos: list[Demonstration] = []
     bar = _bar(len(tasks), "demonstrations", "game") if progress else None
@@ -116,12 +108,7 @@ def label_visited_states(env_fn: Callable[[], Any], tokenizer: Any, prompt: Prom
     cloned policy drifts into on its own, such as holding the object it keeps putting back;
     these do. Needs an expert that replans (``BenchmarkSpec.expert_replans``)."""
     env = env_fn()
-    found = expert_of(env)
-    if found is None or not expert_replans(env):
-        env.close()
-        raise ValueError("warmup.dagger_rounds needs an expert that plans from a mid-episode state; this env's "
-                         "benchmark does not declare one (BenchmarkSpec.expert_replans). Fix: warmup.dagger_rounds=0")
-    expert, adapter = found
+    expert, adapter = _expert(env, "warmup.dagger_rounds")
     demos: list[Demonstration] = []
     bar = _bar(len(episodes), "expert labels", "episode") if progress else None
     try:
@@ -140,6 +127,20 @@ def label_visited_states(env_fn: Callable[[], Any], tokenizer: Any, prompt: Prom
         if bar is not None:
             bar.close()
     return demos
+
+
+def _expert(env: Any, replanning_for: str | None) -> tuple[ExpertPlayer, Any]:
+    """The env's expert player and its adapter; ``replanning_for`` names the setting that needs
+    the expert to plan from a mid-episode state. Closes ``env`` before refusing."""
+    found = expert_of(env)
+    if found is None:
+        env.close()
+        raise ValueError("warmup.enabled=true, but this env's benchmark declares no expert player to learn from")
+    if replanning_for and not get_spec(found[1].benchmark).expert_replans:
+        env.close()
+        raise ValueError(f"{replanning_for} needs an expert that plans from a mid-episode state; this env's benchmark "
+                         f"does not declare one (BenchmarkSpec.expert_replans). Fix: {replanning_for.split('=')[0]}=0")
+    return found
 
 
 class _Replay:
