@@ -27,17 +27,16 @@ import argparse
 import cProfile
 import gc
 import io
-import json
 import os
 import pstats
 import statistics
 import time
-from pathlib import Path
 
 import gymnasium as gym
 
 import rubricgym  # noqa: F401
 from rubricgym.adapters.alfworld.engine import BUNDLED_ROOT, reset_seed, seeded_global_random, start_engine
+from rubricgym.atomic_files import atomic_write_json
 
 JUNK = ["go to the moon", "take everything", "xyzzy", "open fridge"]  # parse, so both sides call the engine
 SEED = 0
@@ -177,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         e.close()
     env.close()
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+        atomic_write_json(args.json, result)
     return 0
 
 

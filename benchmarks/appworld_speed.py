@@ -41,6 +41,7 @@ import rubricgym  # noqa: F401
 from rubricgym.adapters.appworld.engine import EnvironmentClient
 from rubricgym.adapters.appworld.paths import appworld_python, offline_data_root
 from rubricgym.adapters.appworld.tasks import load_catalog
+from rubricgym.atomic_files import atomic_write_json
 
 
 def one_variant_per_scenario(limit: int) -> list[dict]:
@@ -199,6 +200,11 @@ def sandbox_cost(tasks: list[dict], rounds: int, reward: str) -> dict:
     return summary
 
 
+def _previous(path: str) -> dict:
+    """The result file as a run before this one left it (empty when there is none)."""
+    return json.loads(Path(path).read_text(encoding="utf-8")) if Path(path).is_file() else {}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -213,12 +219,10 @@ def main() -> int:
         cost = sandbox_cost(tasks, args.rounds, args.reward)
         print(json.dumps(cost, indent=1))
         if args.json:
-            path = Path(args.json)
-            merged = json.loads(path.read_text()) if path.exists() else {}
+            merged = _previous(args.json)
             merged["sandbox_cost"] = {"reward": args.reward, "tasks": len(tasks),
                                       **({"note": args.note} if args.note else {}), **cost}
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(merged, indent=1))
+            atomic_write_json(args.json, merged, indent=1)
         return 0
     env = gym.make("AppWorld-Rubric-v0", reward=args.reward, split="offline_all", sandbox=False)
     adapter = env.unwrapped.adapter
@@ -280,10 +284,9 @@ def main() -> int:
     # the per-task median resists bursts of load from other processes better than the totals
     summary["meets_target"] = summary["median_per_task_overhead"] < summary["target_step_overhead"]
     print(json.dumps(summary, indent=1))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump(summary, fh, indent=1)
+    if args.json:  # the step overhead's numbers, beside the sandbox cost a --sandbox-cost run recorded
+        kept = {k: v for k, v in _previous(args.json).items() if k == "sandbox_cost"}
+        atomic_write_json(args.json, {**summary, **kept}, indent=1)
     return 0
 
 

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from rubricgym.atomic_files import atomic_write_text
+from rubricgym.atomic_files import atomic_write_json
 
 WARM_START = "warm-start"
 RESULT_FILE = "result.json"
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                         "rule": f"the 95% interval of {args.advantage}'s mean gain excludes zero, above it"}
     text = json.dumps(report, indent=2)
     if args.json:
-        atomic_write_text(args.json, text + "\n")  # never half a file, even when stopped while writing
+        atomic_write_json(args.json, report)  # never half a file, even when stopped while writing
     else:
         print(text)
     return 0

@@ -20,6 +20,7 @@ from pathlib import Path
 from rubricgym.llm_server import MODEL_ALIAS, LocalLLMServer
 from rubricgym.registration import task_ids
 from rubricgym.trainers.eval import EvalSettings, PolicySpec, run_eval
+from rubricgym.atomic_files import atomic_write_json
 
 OUT = Path(__file__).resolve().parent / "results" / "eval_concurrency.json"
 
@@ -57,7 +58,7 @@ def main() -> None:
               "ratio_4_to_1": round(rows[1]["episodes_per_minute"] / rows[0]["episodes_per_minute"], 3)}
     print(json.dumps(result, indent=2))
     if args.json:
-        OUT.write_text(json.dumps(result, indent=2) + "\n")
+        atomic_write_json(OUT, result)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "judges"))  # the test servers and the ALFWorld recorder
 
 from rubricgym.judges import ChatReply, ChatRequest, DracoJudge, JudgeSettings, OpenAIChatBackend  # noqa: E402
+from rubricgym.atomic_files import atomic_write_json  # noqa: E402
 
 
 class RecordingBackend:
@@ -173,7 +174,7 @@ def main() -> int:
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:
-        Path(args.json).write_text(text)
+        atomic_write_json(args.json, report)
     return 0 if report["pass2_cached"]["total_calls"] == 0 else 1
 
 

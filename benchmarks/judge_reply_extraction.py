@@ -13,6 +13,7 @@ import json
 import time
 
 from rubricgym.judges.structured import BadReply, extract_json_object
+from rubricgym.atomic_files import atomic_write_json
 
 SIZES = (4_000, 8_000, 16_000, 32_000, 64_000)
 PATTERNS = {
@@ -67,8 +68,7 @@ def main() -> None:
         print(f"{name:22s} {size_ratio:.0f}x chars -> new x{new_ratio:6.1f} time, old x{old_ratio:6.1f}; "
               f"at {rows[-1]['chars']} chars: new {rows[-1]['new_s'] * 1e3:7.2f} ms, old {rows[-1]['old_s'] * 1e3:8.1f} ms")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2)
+        atomic_write_json(args.json, report)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 
 import rubricgym  # noqa: F401  (registers the benchmarks' env ids)
-from rubricgym.atomic_files import atomic_write_text
+from rubricgym.atomic_files import atomic_write_json
 from rubricgym.registration import check_env_id
 from rubricgym.trainers.statistics import wilson_interval
 
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         print(json.dumps(report, indent=2))
         return 0
-    atomic_write_text(args.json, json.dumps(report, indent=2) + "\n")  # never half a file
+    atomic_write_json(args.json, report)  # never half a file
     for budget, result in report["budgets"].items():
         low, high = result["wilson95"]
         print(f"{budget:>4} steps: {result['successes']}/{result['episodes']} won "

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import rubricgym  # noqa: E402,F401  (registers the env ids)
 from remote.conftest import start_server  # noqa: E402  (the tests' real-server launcher)
 from rubricgym.servers import tree_cpu_seconds  # noqa: E402  (the server and every process under it)
+from rubricgym.atomic_files import atomic_write_json  # noqa: E402
 
 ALF_TASKS = ["look_at_obj_in_light-Pen-None-FloorLamp-330/trial_T00000013_train_00",
              "pick_and_place_simple-SaltShaker-None-DiningTable-24/trial_T00000018_train_00"]
@@ -155,8 +156,7 @@ def main() -> int:
     }
     print(json.dumps(result, indent=2))
     if args.json:
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(json.dumps(result, indent=2) + "\n")
+        atomic_write_json(OUT, result)
     return 0
 
 

@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+from rubricgym.atomic_files import atomic_write_json
+
 STOP = frozenset("a an the of in on at to for by from with and or is was it as".split())
 
 
@@ -145,8 +147,7 @@ def main() -> int:
               "k": args.k, "load_average_1min": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count()}
     print(json.dumps(result, indent=2))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
+        atomic_write_json(args.json, result)
     return 0
 
 

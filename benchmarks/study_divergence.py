@@ -17,6 +17,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from rubricgym.atomic_files import atomic_write_json
+
 
 def responses(run: Path) -> dict[int, list[tuple[str, ...]]]:
     """Iteration -> each rollout's responses, in file order."""
@@ -85,7 +87,7 @@ def main() -> None:
     text = json.dumps(report, indent=2)
     print(text)
     if args.json:
-        args.json.write_text(text + "\n")
+        atomic_write_json(args.json, report)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from rubricgym.atomic_files import atomic_write_json
+
 
 def warm_start_success(run: Path, overrides: Sequence[str] = ()) -> dict[str, object]:
     """Evaluate ``run``'s iteration-0 checkpoint on its held-out tasks (in a scratch copy), with
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                         for seed, run in sorted(seeds.items())}}
     text = json.dumps(out, indent=2)
     if args.json:
-        args.json.write_text(text + "\n", encoding="utf-8")
+        atomic_write_json(args.json, out)
     print(text)
     return 0
 

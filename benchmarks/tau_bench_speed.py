@@ -26,6 +26,7 @@ import rubricgym  # noqa: F401
 from rubricgym.adapters.tau_bench import engine as tau
 from rubricgym.adapters.tau_bench.expert import gold_replay
 from rubricgym.adapters.tau_bench.users import ScriptedUser
+from rubricgym.atomic_files import atomic_write_json
 from tau2.gym.gym_agent import AgentGymEnv
 
 ENV_IDS = {"retail": "TauBench-Retail-Rubric-v0", "airline": "TauBench-Airline-Rubric-v0",
@@ -120,8 +121,7 @@ def main() -> int:
     result["within_target"] = result["overhead_median"] < result["target_overhead"]
     print(json.dumps(result, indent=2))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        atomic_write_json(args.json, result)
     return 0
 
 

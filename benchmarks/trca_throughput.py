@@ -35,6 +35,7 @@ from rubricgym.credit.trca import RolloutSignals
 from rubricgym.registration import get_spec, operator_library
 from rubricgym.trca import TRCAReward, load_library
 from rubricgym.trca.operators import reference_judgments
+from rubricgym.atomic_files import atomic_write_json
 
 
 class TimedStep(gym.Wrapper):
@@ -270,8 +271,7 @@ def main() -> int:
     for key, value in result.items():
         print(f"{key:42} {value}")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
+        atomic_write_json(args.json, result)
     return 0 if differ == 0 else 1
 
 

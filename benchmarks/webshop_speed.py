@@ -15,7 +15,6 @@ recombined variants of them (new ids, brands, attribute subsets, prices).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import time
@@ -28,6 +27,7 @@ import rubricgym  # noqa: F401
 from rubricgym.adapters.webshop.catalogue import Catalogue, Product, bundled_catalogue
 from rubricgym.adapters.webshop.engine import BundledShop
 from rubricgym.adapters.webshop.search import ProductIndex
+from rubricgym.atomic_files import atomic_write_json
 
 BRANDS = ["Acme", "Norde", "Vexa", "Corvo", "Lumo", "Tarn", "Quill", "Rivet", "Solace", "Brisk", "Kestrel", "Oakum"]
 
@@ -158,8 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     results["search_p50_ratio_synthetic_to_bundled"] = (
         results["synthetic"]["search_latency"]["p50_ms"] / results["bundled"]["search_latency"]["p50_ms"])
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        atomic_write_json(args.json, results)
         print(f"\nwrote {args.json}")
     return 0
 

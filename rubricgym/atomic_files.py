@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
 
 from rubricgym.secret_refs import redact
 
-__all__ = ["atomic_write_text"]
+__all__ = ["atomic_write_json", "atomic_write_text"]
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> Path:
@@ -33,3 +34,9 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, mode: int | None 
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+def atomic_write_json(path: str | os.PathLike[str], data: object, indent: int = 2) -> Path:
+    """``data`` as indented JSON with a final newline, replaced whole (``atomic_write_text``): a
+    benchmark stopped while writing its result leaves the previous result, never half of one."""
+    return atomic_write_text(path, json.dumps(data, indent=indent) + "\n")
