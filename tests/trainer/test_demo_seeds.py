@@ -45,6 +45,9 @@ def test_seeds_repeat_rl_from_one_warm_start_and_a_rerun_resumes(tmp_path, monke
     report = json.loads(result.read_text())
     warm = json.loads((out / "warm-start" / "warmup.json").read_text())
     assert sorted(p.name for p in out.iterdir()) == ["grpo-seed0", "grpo-seed1", "rloo-seed0", "warm-start"]
+    # the warm start as RL found it: how peaked the policy was, and any DAgger rounds
+    assert report["warm_start"]["policy_entropy"] == warm["policy_entropy"]
+    assert report["warm_start"]["dagger"] == [] and report["warm_start"]["dagger_demonstrations"] == 0
     for run in report["runs"]:
         folder = out / f"{run['estimator']}-seed{run['seed']}"
         evaluations = json.loads((folder / "evaluations.json").read_text())
