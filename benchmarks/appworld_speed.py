@@ -285,8 +285,10 @@ def main() -> int:
     summary["meets_target"] = summary["median_per_task_overhead"] < summary["target_step_overhead"]
     print(json.dumps(summary, indent=1))
     if args.json:  # the step overhead's numbers, beside the sandbox cost a --sandbox-cost run recorded
-        kept = {k: v for k, v in _previous(args.json).items() if k == "sandbox_cost"}
-        atomic_write_json(args.json, {**summary, **kept}, indent=1)
+        previous = _previous(args.json)
+        if "sandbox_cost" in previous:
+            summary["sandbox_cost"] = previous["sandbox_cost"]
+        atomic_write_json(args.json, summary, indent=1)
     return 0
 
 

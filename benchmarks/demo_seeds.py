@@ -187,11 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     report["target"] = {"met": bool(report["estimators"][args.advantage]["interval_excludes_zero"]
                                     and report["estimators"][args.advantage]["mean"] > 0),
                         "rule": f"the 95% interval of {args.advantage}'s mean gain excludes zero, above it"}
-    text = json.dumps(report, indent=2)
     if args.json:
         atomic_write_json(args.json, report)  # never half a file, even when stopped while writing
     else:
-        print(text)
+        print(json.dumps(report, indent=2))
     return 0
 
 

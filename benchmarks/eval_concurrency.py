@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from rubricgym.atomic_files import atomic_write_json
 from rubricgym.llm_server import MODEL_ALIAS, LocalLLMServer
 from rubricgym.registration import task_ids
 from rubricgym.trainers.eval import EvalSettings, PolicySpec, run_eval
-from rubricgym.atomic_files import atomic_write_json
 
 OUT = Path(__file__).resolve().parent / "results" / "eval_concurrency.json"
 

@@ -25,8 +25,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "judges"))  # the test servers and the ALFWorld recorder
 
-from rubricgym.judges import ChatReply, ChatRequest, DracoJudge, JudgeSettings, OpenAIChatBackend  # noqa: E402
 from rubricgym.atomic_files import atomic_write_json  # noqa: E402
+from rubricgym.judges import ChatReply, ChatRequest, DracoJudge, JudgeSettings, OpenAIChatBackend  # noqa: E402
 
 
 class RecordingBackend:

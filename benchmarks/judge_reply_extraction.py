@@ -12,8 +12,8 @@ import argparse
 import json
 import time
 
-from rubricgym.judges.structured import BadReply, extract_json_object
 from rubricgym.atomic_files import atomic_write_json
+from rubricgym.judges.structured import BadReply, extract_json_object
 
 SIZES = (4_000, 8_000, 16_000, 32_000, 64_000)
 PATTERNS = {

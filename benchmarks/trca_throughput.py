@@ -30,12 +30,12 @@ import gymnasium as gym
 import numpy as np
 
 import rubricgym  # noqa: F401
+from rubricgym.atomic_files import atomic_write_json
 from rubricgym.estimators import group_step_advantages
 from rubricgym.credit.trca import RolloutSignals
 from rubricgym.registration import get_spec, operator_library
 from rubricgym.trca import TRCAReward, load_library
 from rubricgym.trca.operators import reference_judgments
-from rubricgym.atomic_files import atomic_write_json
 
 
 class TimedStep(gym.Wrapper):

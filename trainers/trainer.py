@@ -47,7 +47,7 @@ from rubricgym.trainers.parallel.choose import choose_strategy
 from rubricgym.trainers.parallel.ranks import Ranks
 from rubricgym.trainers.update import ppo_update
 from rubricgym.trainers.reference import KLReference
-from rubricgym.trainers.warmup import collect_demonstrations, label_visited_states, run_warmup
+from rubricgym.trainers.warmup import Demonstration, collect_demonstrations, label_visited_states, run_warmup
 from rubricgym.yaml_files import read_yaml_file
 
 log = logging.getLogger(__name__)
@@ -439,19 +439,15 @@ class Trainer:
                              progress=cfg.run.progress, autocast=self.parallel.warm_start_autocast)
         record["dagger"] = []
         for round_ in range(1, cfg.warmup.dagger_rounds + 1):
-            played = self._play_demonstration_games(games, round_)
-            labels = label_visited_states(self.env_fn, self.tokenizer, cfg.prompt,
-                                          [(r.task_id, r.seed, [s.response_text for s in r.steps]) for r in played],
-                                          stop_token_ids(self.tokenizer, self.model), progress=cfg.run.progress)
+            labels, dagger = self._dagger_round(games, round_)
             demos += labels
             history += run_warmup(self.model, demos, cfg.warmup, self.pad_id,
                                   derive_seed(cfg.run.seed, 271828, round_), self._log,
                                   progress=cfg.run.progress, autocast=self.parallel.warm_start_autocast)
-            record["dagger"].append({"round": round_, "episodes": len(played),
-                                     "successes": sum(r.success for r in played), "labels": len(labels)})
+            record["dagger"].append(dagger)
             self._log({"phase": "warmup", "iteration": 0, "dagger_round": round_,
-                       "dagger_success": sum(r.success for r in played) / max(len(played), 1),
-                       "dagger_labels": len(labels)})
+                       "dagger_success": dagger["successes"] / max(dagger["episodes"], 1),
+                       "dagger_labels": dagger["labels"]})
         self.parallel.align_after_warm_start(self.model)
         self.reference.capture(self.model, self.parallel)  # RL starts here: the KL term pulls back to this policy
         self.generator.sync_weights(self.model, 0)
@@ -473,18 +469,24 @@ class Trainer:
         self.save()
         return record
 
-    def _play_demonstration_games(self, games: Sequence[str], round_: int) -> list[Rollout]:
+    def _dagger_round(self, games: Sequence[str], round_: int) -> tuple[list[Demonstration], dict[str, int]]:
         """The current policy, sampled as in RL, once on each demonstration game, in envs of its
-        own (closed afterwards, as the demonstrations' are): the states DAgger labels."""
+        own (closed afterwards, as the demonstrations' are); the expert's labels of the states it
+        reached, and the round's record."""
+        cfg = self.config
         self.generator.sync_weights(self.model, 0)
-        collector = RolloutCollector(self.env_fn, self.tokenizer, self.config.prompt, self.max_steps)
-        tasks = [(g, derive_seed(self.config.run.seed, 65537, round_, k)) for k, g in enumerate(games)]
-        torch.manual_seed(derive_seed(self.config.run.seed, 65537, round_))
+        collector = RolloutCollector(self.env_fn, self.tokenizer, cfg.prompt, self.max_steps)
+        tasks = [(g, derive_seed(cfg.run.seed, 65537, round_, k)) for k, g in enumerate(games)]
+        torch.manual_seed(derive_seed(cfg.run.seed, 65537, round_))
         try:
-            groups = collector.collect(self.generator, tasks, 1)
+            played = [r for g in collector.collect(self.generator, tasks, 1) for r in g if r.error is None]
         finally:
             collector.close()
-        return [r for g in groups for r in g if r.error is None]
+        labels = label_visited_states(self.env_fn, self.tokenizer, cfg.prompt,
+                                      [(r.task_id, r.seed, [s.response_text for s in r.steps]) for r in played],
+                                      stop_token_ids(self.tokenizer, self.model), progress=cfg.run.progress)
+        return labels, {"round": round_, "episodes": len(played), "successes": sum(r.success for r in played),
+                        "labels": len(labels)}
 
     # ---- the whole run -----------------------------------------------------------------
     def train(self, stop_after: int | None = None, evaluate: bool | None = None) -> dict[str, Any]:

@@ -119,7 +119,7 @@ def label_visited_states(env_fn: Callable[[], Any], tokenizer: Any, prompt: Prom
             for response in responses:
                 plan = list(expert(adapter))
                 if plan:
-                    replay.record(plan[0], demos, visited=True)
+                    replay.record(demonstration_response(plan[0], adapter.grammar), demos, visited=True)
                 if not replay.follow(response):
                     break
     finally:
@@ -160,7 +160,7 @@ class _Replay:
         for command in commands:
             text = demonstration_response(command, self.adapter.grammar)
             if demos is not None:
-                self.record(command, demos, recovery=recovery)
+                self.record(text, demos, recovery=recovery)
             obs, _, terminated, truncated, info = self.env.step(text)
             transition = info.get("transition")
             if transition is None or not transition.action.ok or transition.error:
@@ -173,10 +173,8 @@ class _Replay:
                 return False
         return True
 
-    def record(self, command: str | ExpertAction, demos: list[Demonstration], recovery: bool = False,
-               visited: bool = False) -> None:
-        """One demonstration: this state's prompt, answered with ``command``."""
-        text = demonstration_response(command, self.adapter.grammar)
+    def record(self, text: str, demos: list[Demonstration], recovery: bool = False, visited: bool = False) -> None:
+        """One demonstration: this state's prompt, answered with ``text`` (``demonstration_response``)."""
         prompt_ids = render_prompt(self.tokenizer, self.view, self.prompt)
         response_ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + list(self.stop_ids[:1])
         demos.append(Demonstration(self.task_id, self.view.step, prompt_ids, response_ids, text, recovery, visited))
