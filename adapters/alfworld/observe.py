@@ -129,6 +129,7 @@ class ObservedWorld:
     lamps_on: set[str] = field(default_factory=set)
     placed_by_agent: dict[str, str] = field(default_factory=dict)  # object -> receptacle it was put in
     situations: set[str] = field(default_factory=set)  # every situation() this episode has been in
+    current_situation: str = ""  # situation() after the last start/step, so a step computes it once
 
     # -- reading text -------------------------------------------------------------------
     def start(self, intro: str) -> None:
@@ -136,7 +137,8 @@ class ObservedWorld:
         if m:
             self.receptacles.update(entity_list(m.group("list")))
         self._read_contents(intro, StepEvents())
-        self.situations.add(self.situation())
+        self.current_situation = self.situation()
+        self.situations.add(self.current_situation)
 
     def _read_contents(self, feedback: str, ev: StepEvents) -> None:
         for m in _CONTENTS.finditer(feedback):
@@ -305,7 +307,7 @@ class ObservedWorld:
         prev_location = self.location
         prev_types = set(self.seen_types)
         visited_before = set(self.visited)
-        before = self.situation()
+        before = self.current_situation or self.situation()
         ev = self.observe(command, feedback)
         first_visit = bool(ev.arrived) and ev.arrived not in visited_before
         if ev.arrived:
@@ -314,6 +316,7 @@ class ObservedWorld:
         now = self.situation()
         revisited = now != before and now in self.situations
         self.situations.add(now)
+        self.current_situation = now
         return self.facts(command, ev, prev_location, first_visit, num_admissible, new_types) | {"revisited": revisited}
 
     def facts(self, command: Command, ev: StepEvents, prev_location: str, first_visit: bool,

@@ -139,7 +139,10 @@ def test_revisited_flags_loops_and_never_exploration():
         ("go to drawer 1", "Nothing happens.", False),  # no change: repeated/no_state_change's, not a loop
         ("move mug 1 to drawer 1", "You move the mug 1 to the drawer 1.", False),
     ]
-    flags = [world.step(command, feedback, 5)["revisited"] for command, feedback, _ in steps]
+    flags = []
+    for command, feedback, _ in steps:
+        flags.append(world.step(command, feedback, 5)["revisited"])
+        assert world.current_situation == world.situation()  # the cached "before" of the next step
     assert flags == [want for _, _, want in steps]
 
 
