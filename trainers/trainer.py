@@ -316,7 +316,7 @@ class Trainer:
         self.data_position += len(tasks)
         total = time.perf_counter() - started
         metrics: dict[str, Any] = {"iteration": it, **self._rollout_metrics(groups), **stats,
-                                   "lr": float(self.scheduler.get_last_lr()[0])}
+                                   "lr": float(self.optimizer.param_groups[0]["lr"])}
         adv = [a for s in samples if s.loss_mask for a, m in zip(s.token_advantages or [], s.loss_mask) if m]
         metrics["advantage_abs_mean"] = float(np.mean(np.abs(adv))) if adv else 0.0
         if self.ranks.distributed:  # the slowest rank's times, every rank's tokens, the mean over all ranks' tokens
@@ -665,7 +665,6 @@ class Trainer:
         factor = self._lr_lambda(self.scheduler.last_epoch)
         for group in self.optimizer.param_groups:
             group["initial_lr"], group["lr"], group["weight_decay"] = alg.lr, alg.lr * factor, alg.weight_decay
-        self.scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]  # get_last_lr()
 
     def close(self) -> None:
         self.collector.close()
