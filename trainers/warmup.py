@@ -16,7 +16,7 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from tqdm.auto import tqdm
@@ -33,6 +33,12 @@ from rubricgym.trainers.update import collate, micro_batches, response_logprobs
 log = logging.getLogger(__name__)
 
 
+DemonstrationSource = Literal["plan", "recovery", "visited"]
+"""Where a demonstration's state came from: the expert's own plan; a step after a random detour
+(``collect_demonstrations(recoveries=...)``); or a state the policy reached on its own, labelled
+by the expert (``label_visited_states``)."""
+
+
 @dataclass
 class Demonstration:
     task_id: str
@@ -40,8 +46,7 @@ class Demonstration:
     prompt_ids: list[int]
     response_ids: list[int]
     response_text: str
-    recovery: bool = False  # a step after a detour (``collect_demonstrations(recoveries=...)``)
-    visited: bool = False  # a state the policy reached, labelled by the expert (``label_visited_states``)
+    source: DemonstrationSource = "plan"
 
 
 def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACTION_GRAMMAR) -> str:
@@ -87,7 +92,7 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
                 planned = ExpertAction.of(plan[detour_at]).content
                 others = [a for a in replay.view.admissible_actions or [] if a != planned]
                 if others and replay.play([rng.choice(others)], None):
-                    replay.play(list(expert(adapter)), demos, recovery=True)
+                    replay.play(list(expert(adapter)), demos, source="recovery")
     finally:
         env.close()
         if bar is not None:
@@ -119,7 +124,7 @@ def label_visited_states(env_fn: Callable[[], Any], tokenizer: Any, prompt: Prom
             for response in responses:
                 plan = list(expert(adapter))
                 if plan:
-                    replay.record(demonstration_response(plan[0], adapter.grammar), demos, visited=True)
+                    replay.record(demonstration_response(plan[0], adapter.grammar), demos, source="visited")
                 if not replay.follow(response):
                     break
     finally:
@@ -154,13 +159,13 @@ class _Replay:
         self.view = EpisodeView.start(env, obs, info)
 
     def play(self, commands: Sequence[str | ExpertAction], demos: list[Demonstration] | None,
-             recovery: bool = False) -> bool:
+             source: DemonstrationSource = "plan") -> bool:
         """Step ``commands`` in order, appending one demonstration per accepted step to ``demos``
         (None: step without recording). False once a step is refused or the episode ends."""
         for command in commands:
             text = demonstration_response(command, self.adapter.grammar)
             if demos is not None:
-                self.record(text, demos, recovery=recovery)
+                self.record(text, demos, source)
             obs, _, terminated, truncated, info = self.env.step(text)
             transition = info.get("transition")
             if transition is None or not transition.action.ok or transition.error:
@@ -173,11 +178,11 @@ class _Replay:
                 return False
         return True
 
-    def record(self, text: str, demos: list[Demonstration], recovery: bool = False, visited: bool = False) -> None:
+    def record(self, text: str, demos: list[Demonstration], source: DemonstrationSource = "plan") -> None:
         """One demonstration: this state's prompt, answered with ``text`` (``demonstration_response``)."""
         prompt_ids = render_prompt(self.tokenizer, self.view, self.prompt)
         response_ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) + list(self.stop_ids[:1])
-        demos.append(Demonstration(self.task_id, self.view.step, prompt_ids, response_ids, text, recovery, visited))
+        demos.append(Demonstration(self.task_id, self.view.step, prompt_ids, response_ids, text, source))
 
     def follow(self, response: str) -> bool:
         """Step the policy's own ``response`` (refused or not, as in its episode); False once the

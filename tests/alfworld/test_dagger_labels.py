@@ -41,7 +41,7 @@ def test_every_state_the_policy_reached_gets_the_replanned_command(make_env, wra
     responses = [wrap(plan[0]), wrap(detour), "no tags at all"]
     demos = label_visited_states(_env_fn, tokenizer, PromptSettings(max_prompt_tokens=4096), [(task_id, 0, responses)])
     assert [d.step for d in demos] == [0, 1, 2]  # one label per state reached, before each response
-    assert all(d.visited and not d.recovery for d in demos)
+    assert all(d.source == "visited" for d in demos)
     labels = [d.response_text.split("<action>")[1].split("</action>")[0] for d in demos]
     assert labels[0] == plan[0] and labels[1] == plan[1]  # on the plan: the plan's next step
     assert labels[2] == replanned[0]  # after the detour: the replan's, not the stale plan's

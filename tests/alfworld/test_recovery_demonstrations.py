@@ -56,9 +56,9 @@ def test_recovery_demonstrations_follow_a_detour(make_env):
     prompt = PromptSettings(max_prompt_tokens=4096)
     plain = collect_demonstrations(env_fn, tokenizer, prompt, tasks, seed=0)
     both = collect_demonstrations(env_fn, tokenizer, prompt, tasks, seed=0, recoveries=2)
-    assert not any(d.recovery for d in plain)
-    assert [d.prompt_ids for d in both if not d.recovery] == [d.prompt_ids for d in plain]  # plain replay unchanged
-    recovered = [d for d in both if d.recovery]
+    assert all(d.source == "plan" for d in plain)
+    assert [d.prompt_ids for d in both if d.source == "plan"] == [d.prompt_ids for d in plain]  # plain replay unchanged
+    recovered = [d for d in both if d.source == "recovery"]
     assert {d.task_id for d in recovered} == set(tasks)
     assert all(d.step >= 1 for d in recovered)  # the detour itself is never a demonstration
     # a recovery starts from a state off the plan: its first prompt is none of the plain replay's
