@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     started, load_start = time.perf_counter(), os.getloadavg()
+    code = code_version()  # the code this process imported: later commits must not be credited with its numbers
     args.output_dir.mkdir(parents=True, exist_ok=True)
     warm = warm_start(args.output_dir, args.config, args.overrides)
     warm_record = json.loads((warm / "warmup.json").read_text(encoding="utf-8"))
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
                     "torch_threads": torch.get_num_threads()},
-        "code": code_version(),
+        "code": code,
         "load_average_start": list(load_start), "load_average_end": list(os.getloadavg()),
         "wall_s_this_invocation": time.perf_counter() - started,
         "warm_start": {k: warm_record.get(k) for k in ("games", "demonstrations", "recovery_demonstrations",
