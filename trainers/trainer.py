@@ -11,6 +11,7 @@ import math
 import os
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from functools import cached_property
@@ -451,8 +452,9 @@ class Trainer:
         self.parallel.align_after_warm_start(self.model)
         self.reference.capture(self.model, self.parallel)  # RL starts here: the KL term pulls back to this policy
         self.generator.sync_weights(self.model, 0)
-        record.update({"demonstrations": len(demos), "recovery_demonstrations": sum(d.source == "recovery" for d in demos),
-                       "dagger_demonstrations": sum(d.source == "visited" for d in demos),
+        sources = Counter(d.source for d in demos)
+        record.update({"demonstrations": len(demos), "recovery_demonstrations": sources["recovery"],
+                       "dagger_demonstrations": sources["visited"],
                        "steps": len(history), "loss_first": history[0]["loss"],
                        "loss_last": history[-1]["loss"]})
         if cfg.warmup.evaluate:
