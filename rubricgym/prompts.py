@@ -59,6 +59,8 @@ class PromptSettings(BaseModel):
     max_admissible: int = Field(40, ge=1, description="list at most this many admissible actions")
     max_observation_chars: int = Field(1500, ge=64)
     max_prompt_tokens: int = Field(1536, ge=16, description="'chat' drops the oldest turns beyond this")
+    restate_task: bool = Field(False, description="repeat the task just before the format instruction: a small "
+                               "model attends to what is near the end of its prompt")
 
 
 def shown_actions(info: Mapping[str, Any]) -> list[str] | None:
@@ -151,6 +153,10 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _task_reminder(view: EpisodeView, settings: PromptSettings) -> str:
+    return f"Remember, your task is to: {view.instruction}\n\n" if settings.restate_task else ""
+
+
 def _admissible(view: EpisodeView, settings: PromptSettings) -> str:
     if not settings.show_admissible or not view.admissible_actions:
         return ""
@@ -181,7 +187,8 @@ def window_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[st
                      f"you took:\n" + "\n".join(lines) + "\n")
         body += (f"You are now at step {view.step + 1} and your current observation is: "
                  f"{_clip(view.observation, lim)}\n\n")
-    return [{"role": "user", "content": body + _admissible(view, settings) + _format_instruction(view, settings)}]
+    return [{"role": "user", "content": body + _admissible(view, settings) + _task_reminder(view, settings)
+             + _format_instruction(view, settings)}]
 
 
 def chat_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[str, str]]:
@@ -198,8 +205,8 @@ def chat_messages(view: EpisodeView, settings: PromptSettings) -> list[dict[str,
         messages.append({"role": "assistant", "content": past.response})
         observation = past.observation
     current = _clip(view.observation, lim)
-    listing = _admissible(view, settings).strip()
-    messages.append({"role": "user", "content": current + (f"\n\n{listing}" if listing else "")})
+    tail = (_admissible(view, settings) + _task_reminder(view, settings)).strip()
+    messages.append({"role": "user", "content": current + (f"\n\n{tail}" if tail else "")})
     return messages
 
 

@@ -178,6 +178,9 @@ class WarmupSettings(_Section):
     dagger_rounds: int = Field(
         0, ge=0, description="DAgger rounds after the cloning: the policy plays the demonstration games (sampled), "
         "the expert labels every state it reached, and `steps` more steps train on all demonstrations so far")
+    reasoning: Literal["action", "task"] = Field(
+        "action", description="what each demonstration's reasoning says: 'action' restates the action; 'task' "
+        "first restates the task, so the policy writes the object the task names just before it acts")
     steps: int = Field(32, ge=1, description="optimizer steps (under one pass: the policy must keep room to explore)")
     batch_size: int = Field(4, ge=1, description="demonstrations per optimizer step")
     micro_batch_size: int = Field(4, ge=1)

@@ -435,7 +435,8 @@ class Trainer:
             record["before"] = self.evaluate_held_out("before", phase="warmup").metrics()
         demos = collect_demonstrations(self.env_fn, self.tokenizer, cfg.prompt, games,
                                        derive_seed(cfg.run.seed, 31337), stop_token_ids(self.tokenizer, self.model),
-                                       progress=cfg.run.progress, recoveries=cfg.warmup.recoveries)
+                                       progress=cfg.run.progress, recoveries=cfg.warmup.recoveries,
+                                       reasoning=cfg.warmup.reasoning)
         history = run_warmup(self.model, demos, cfg.warmup, self.pad_id, derive_seed(cfg.run.seed, 271828), self._log,
                              progress=cfg.run.progress, autocast=self.parallel.warm_start_autocast)
         record["dagger"] = []
@@ -486,7 +487,8 @@ class Trainer:
             collector.close()
         labels = label_visited_states(self.env_fn, self.tokenizer, cfg.prompt,
                                       [(r.task_id, r.seed, [s.response_text for s in r.steps]) for r in played],
-                                      stop_token_ids(self.tokenizer, self.model), progress=cfg.run.progress)
+                                      stop_token_ids(self.tokenizer, self.model), progress=cfg.run.progress,
+                                      reasoning=cfg.warmup.reasoning)
         return labels, {"round": round_, "episodes": len(played), "successes": sum(r.success for r in played),
                         "labels": len(labels)}
 

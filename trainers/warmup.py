@@ -49,17 +49,27 @@ class Demonstration:
     source: DemonstrationSource = "plan"
 
 
-def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACTION_GRAMMAR) -> str:
-    """A one-clause reasoning, then the expert's action, in the env's grammar. Short on
-    purpose: on a CPU every generated token of every step costs a decoding pass, and the
-    choice the policy explores is the action, not the template around it."""
+DemonstrationReasoning = Literal["action", "task"]
+"""What a demonstration's reasoning says before its action: ``action`` restates the action alone;
+``task`` first restates the task ("My task is to: ..."), so the words that decide which action
+is right (the object a task names) are the last ones the policy writes before it acts."""
+
+
+def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACTION_GRAMMAR,
+                           task: str | None = None) -> str:
+    """A short reasoning, then the expert's action, in the env's grammar. Short on purpose: on a
+    CPU every generated token of every step costs a decoding pass, and the choice the policy
+    explores is the action, not the template around it. ``task`` (the instruction) opens the
+    reasoning when given."""
     act = ExpertAction.of(action)
-    return grammar.render(act, reasoning=f"I should {act.content}.")
+    opening = f"My task is to: {task.strip()} " if task and task.strip() else ""
+    return grammar.render(act, reasoning=f"{opening}I should {act.content}.")
 
 
 def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: PromptSettings,
                            tasks: Sequence[str], seed: int, stop_ids: Sequence[int] = (),
-                           progress: bool = False, recoveries: int = 0) -> list[Demonstration]:
+                           progress: bool = False, recoveries: int = 0,
+                           reasoning: DemonstrationReasoning = "action") -> list[Demonstration]:
     """Replay each task's expert plan through a fresh env; one demonstration per accepted step.
 
     Steps run until the plan ends or the env's own budget stops the episode, so prompts are
@@ -71,7 +81,7 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
     demonstrations (the prefix would repeat the plain replay's prompts). A policy cloned from
     plans alone has never seen a state off the plan, so after a wrong guess on an unseen game it
     has no action that recovers, and loops. Needs an expert that replans mid-episode
-    (``BenchmarkSpec.expert_replans``)."""
+    (``BenchmarkSpec.expert_replans``). ``reasoning``: see ``DemonstrationReasoning``."""
     env = env_fn()
     expert, adapter = _expert(env, f"warmup.recoveries={recoveries}" if recoveries else None)
     rng = random.Random(seed)
@@ -81,11 +91,11 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
         for k, task_id in enumerate(tasks):
             if bar is not None:
                 bar.update(1)
-            replay = _Replay(env, adapter, tokenizer, prompt, stop_ids, task_id, seed + k)
+            replay = _Replay(env, adapter, tokenizer, prompt, stop_ids, task_id, seed + k, reasoning)
             plan = list(expert(adapter))
             replay.play(plan, demos)
             for _ in range(recoveries if plan else 0):
-                replay = _Replay(env, adapter, tokenizer, prompt, stop_ids, task_id, seed + k)
+                replay = _Replay(env, adapter, tokenizer, prompt, stop_ids, task_id, seed + k, reasoning)
                 detour_at = rng.randrange(len(plan))
                 if not replay.play(plan[:detour_at], None):
                     continue
@@ -102,7 +112,7 @@ def collect_demonstrations(env_fn: Callable[[], Any], tokenizer: Any, prompt: Pr
 
 def label_visited_states(env_fn: Callable[[], Any], tokenizer: Any, prompt: PromptSettings,
                          episodes: Sequence[tuple[str, int, Sequence[str]]], stop_ids: Sequence[int] = (),
-                         progress: bool = False) -> list[Demonstration]:
+                         progress: bool = False, reasoning: DemonstrationReasoning = "action") -> list[Demonstration]:
     """DAgger's labels (Ross, Gordon and Bagnell, 2011): the expert's next action at every state
     the policy itself reached.
 
@@ -120,11 +130,11 @@ def label_visited_states(env_fn: Callable[[], Any], tokenizer: Any, prompt: Prom
         for task_id, seed, responses in episodes:
             if bar is not None:
                 bar.update(1)
-            replay = _Replay(env, adapter, tokenizer, prompt, stop_ids, task_id, seed)
+            replay = _Replay(env, adapter, tokenizer, prompt, stop_ids, task_id, seed, reasoning)
             for response in responses:
                 plan = list(expert(adapter))
                 if plan:
-                    replay.record(demonstration_response(plan[0], adapter.grammar), demos, source="visited")
+                    replay.record(replay.response(plan[0]), demos, source="visited")
                 if not replay.follow(response):
                     break
     finally:
@@ -152,9 +162,9 @@ class _Replay:
     """One episode of a demonstration game: reset on construction, then ``play`` commands."""
 
     def __init__(self, env: Any, adapter: Any, tokenizer: Any, prompt: PromptSettings, stop_ids: Sequence[int],
-                 task_id: str, seed: int) -> None:
+                 task_id: str, seed: int, reasoning: DemonstrationReasoning = "action") -> None:
         self.env, self.adapter, self.tokenizer, self.prompt = env, adapter, tokenizer, prompt
-        self.stop_ids, self.task_id = stop_ids, task_id
+        self.stop_ids, self.task_id, self.reasoning = stop_ids, task_id, reasoning
         obs, info = env.reset(seed=seed, options={"task_id": task_id})
         self.view = EpisodeView.start(env, obs, info)
 
@@ -163,7 +173,7 @@ class _Replay:
         """Step ``commands`` in order, appending one demonstration per accepted step to ``demos``
         (None: step without recording). False once a step is refused or the episode ends."""
         for command in commands:
-            text = demonstration_response(command, self.adapter.grammar)
+            text = self.response(command)
             if demos is not None:
                 self.record(text, demos, source)
             obs, _, terminated, truncated, info = self.env.step(text)
@@ -177,6 +187,11 @@ class _Replay:
             if terminated or truncated:
                 return False
         return True
+
+    def response(self, command: str | ExpertAction) -> str:
+        """The demonstration's reply for ``command`` at this state."""
+        task = self.view.instruction if self.reasoning == "task" else None
+        return demonstration_response(command, self.adapter.grammar, task)
 
     def record(self, text: str, demos: list[Demonstration], source: DemonstrationSource = "plan") -> None:
         """One demonstration: this state's prompt, answered with ``text`` (``demonstration_response``)."""

@@ -8,7 +8,7 @@ import torch
 from trainer.word_env import WORDS, make_word_env
 
 from rubricgym.models import build_tiny_model
-from rubricgym.prompts import EpisodeView, PastStep, PromptSettings, render_prompt, window_messages
+from rubricgym.prompts import EpisodeView, PastStep, PromptSettings, chat_messages, render_prompt, window_messages
 from rubricgym.trainers.config import GenerationSettings
 from rubricgym.trainers.generation import HFGenerator
 from rubricgym.trainers.rollout import RolloutCollector, RolloutTimings
@@ -76,6 +76,21 @@ def test_window_prompt_keeps_only_the_last_k_steps():
     assert "<action>a</action>" not in text  # the paper's template by default
     example = window_messages(view, PromptSettings(format_example=True))[0]["content"]
     assert example.endswith("<think>short reasoning</think><action>a</action>")
+
+
+def test_restated_task_sits_between_the_actions_and_the_instruction_in_both_styles():
+    view = EpisodeView("B", "put a mug in the sink.", "start", "obs1", ["take mug 1", "look"],
+                       [PastStep("r0", "look", "obs1")])
+    plain = window_messages(view, PromptSettings())[0]["content"]
+    assert plain.count("put a mug in the sink.") == 1 and "Remember" not in plain
+    window = window_messages(view, PromptSettings(restate_task=True))[0]["content"]
+    reminder = "Remember, your task is to: put a mug in the sink."
+    assert window.count("put a mug in the sink.") == 2
+    assert window.index("'take mug 1'") < window.index(reminder) < window.index("<action>")
+    assert window.replace(reminder + "\n\n", "") == plain  # nothing else changes
+    last = chat_messages(view, PromptSettings(restate_task=True))[-1]["content"]
+    assert last.startswith("obs1") and last.index("'look'") < last.index(reminder)
+    assert chat_messages(view, PromptSettings())[-1]["content"].count("Remember") == 0
 
 
 def test_chat_prompt_accumulates_and_drops_oldest_turns_when_too_long():

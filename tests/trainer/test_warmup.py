@@ -13,7 +13,7 @@ from rubricgym.registration import has_expert
 from rubricgym.trainers.config import WarmupSettings, load_config
 from rubricgym.trainers.generation import stop_token_ids
 from rubricgym.trainers.trainer import WARMUP_FILE, Trainer
-from rubricgym.trainers.warmup import as_sample, collect_demonstrations, run_warmup, sft_loss
+from rubricgym.trainers.warmup import as_sample, collect_demonstrations, demonstration_response, run_warmup, sft_loss
 from trainer.word_env import make_expert_word_env, make_word_env
 
 SETTINGS = [
@@ -45,6 +45,24 @@ def test_demonstrations_replay_the_expert_through_the_env():
     assert [d.task_id for d in demos] == ["pick-0", "pick-1", "pick-2"]  # one accepted winning step each
     assert all(d.response_text.endswith("<action>apple</action>") and "<think>" in d.response_text for d in demos)
     assert all(d.response_ids[-1] == tok.eos_token_id for d in demos)  # learns to stop
+
+
+def test_task_reasoning_restates_the_instruction_before_the_action():
+    model, tok = _tiny()
+    env = make_expert_word_env(max_steps=2, num_tasks=3)
+    _, info = env.reset(seed=0, options={"task_id": "pick-1"})
+    instruction = info["instruction"]
+    env.close()
+    prompt = PromptSettings(max_prompt_tokens=40)
+    demos = collect_demonstrations(lambda: make_expert_word_env(max_steps=2, num_tasks=3), tok, prompt, ["pick-1"],
+                                   seed=0, stop_ids=stop_token_ids(tok, model), reasoning="task")
+    plain = _demos(tok, model)[1]
+    assert [d.task_id for d in demos] == ["pick-1"] and plain.task_id == "pick-1"
+    assert demos[0].response_text == (f"<think>My task is to: {instruction.strip()} I should apple.</think>"
+                                      "<action>apple</action>")
+    assert plain.response_text == "<think>I should apple.</think><action>apple</action>"
+    assert demos[0].prompt_ids == plain.prompt_ids  # only the reply changes
+    assert demonstration_response("look", task="  ") == demonstration_response("look")
 
 
 def test_warmup_loss_decreases_on_demonstrations():
