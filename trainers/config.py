@@ -198,6 +198,9 @@ class EvaluationSettings(_Section):
     tasks: list[str] | None = Field(None, description="task ids to evaluate (default: all the held-out env offers)")
     num_tasks: int | None = Field(None, ge=1, description="evaluate only the first N task ids")
     greedy: bool = Field(True, description="greedy decoding (false: sample as in training)")
+    env_kwargs: dict[str, Any] | None = Field(
+        None, description="kwargs for the held-out env (default: env.kwargs, so a training data_path is "
+        "evaluated from the same data; set {} to evaluate the benchmark's bundled held-out tasks instead)")
 
 
 class JudgeSettings(_Section):

@@ -108,8 +108,10 @@ def held_out_env_id(config: TrainConfig) -> str | None:
 
 
 def eval_env_settings(config: TrainConfig, env_id: str) -> EnvSettings:
-    """The training env's settings (kwargs, step budget) on the held-out id."""
-    return EnvSettings(id=env_id, kwargs=dict(config.env.kwargs), max_steps=config.env.max_steps)
+    """The training env's settings (kwargs, step budget) on the held-out id; ``evaluation.env_kwargs``,
+    when set, replaces the kwargs (train on generated games, evaluate on the bundled ones)."""
+    kwargs = config.env.kwargs if config.evaluation.env_kwargs is None else config.evaluation.env_kwargs
+    return EnvSettings(id=env_id, kwargs=dict(kwargs), max_steps=config.env.max_steps)
 
 
 def plan_evaluation(config: TrainConfig, seed_of: Callable[[int], int],

@@ -152,6 +152,25 @@ def test_an_eval_split_that_shares_training_tasks_is_not_called_held_out(tmp_pat
         trainer.close()
 
 
+def test_evaluation_env_kwargs_replace_the_training_env_kwargs_on_the_held_out_id(tmp_path):
+    """Training kwargs that point the env at other data (here: the train split) reach the held-out
+    env too, by default; ``evaluation.env_kwargs`` gives the held-out env its own."""
+    inherited = Trainer(load_config(None, SPLIT + ["warmup.enabled=false", "env.kwargs={split: train}"]),
+                        tmp_path / "inherited")
+    try:
+        assert not inherited.held_out.plan.held_out  # the eval id made with split=train: the train tasks
+    finally:
+        inherited.close()
+    own = Trainer(load_config(None, SPLIT + ["warmup.enabled=false", "env.kwargs={split: train}",
+                                             "evaluation.env_kwargs={}"]), tmp_path / "own")
+    try:
+        plan = own.held_out.plan
+        assert plan.held_out and [t for t, _ in plan.tasks] == ["held-0", "held-1", "held-2"]
+        assert own.tasks[:1] == ["pick-0"]  # training still uses env.kwargs
+    finally:
+        own.close()
+
+
 def test_without_a_held_out_split_the_train_tasks_of_iteration_one_are_evaluated(tmp_path):
     settings = [s for s in SPLIT if not s.startswith("env.id")] + [
         "env.factory=word", "warmup.enabled=false"]
