@@ -504,8 +504,8 @@ class Trainer:
         evaluate = cfg.run.evaluate_after if evaluate is None else evaluate
         if self.iteration == 0 and not self.warmup_done and self.warmup_wanted():
             self.warm_start()
-        elif self.iteration == 0 and evaluate and "before" not in self.evaluations():
-            self.evaluate_held_out("before")
+        elif self.iteration == 0 and evaluate and not self.warmup_done and "before" not in self.evaluations():
+            self.evaluate_held_out("before")  # after a warm start, "before" is the warm start's to record
         try:
             while self.iteration < cfg.run.iterations:
                 m = self.train_iteration()

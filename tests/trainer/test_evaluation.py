@@ -224,6 +224,19 @@ def test_before_is_evaluated_once_without_a_warm_start_and_not_again_on_resume(t
     assert [m["eval"] for m in resumed.read_metrics(None) if "eval" in m] == ["before", "after"]
 
 
+def test_a_warm_start_without_its_evaluations_is_not_evaluated_as_before(tmp_path):
+    """``warmup.evaluate=false`` skips the warm start's two evaluations; RL must not then record
+    the warm-started policy under the label of the untrained one."""
+    trainer = Trainer(load_config(None, SPLIT + ["warmup.enabled=true", "warmup.evaluate=false", "run.iterations=1"]),
+                      tmp_path / "run")
+    try:
+        trainer.train()
+    finally:
+        trainer.close()
+    stored = json.loads((tmp_path / "run" / EVALUATIONS_FILE).read_text())
+    assert sorted(stored) == ["after"]
+
+
 def test_policy_entropy_matches_the_distributions_it_averages():
     model, tok = build_tiny_model(0)
     sample = StepSample(prompt_ids=[5, 6, 7], response_ids=[8, 9], response_text="", reasoning_tokens=None,
