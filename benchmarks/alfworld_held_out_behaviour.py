@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rubricgym.jsonl import iter_json_lines
+
 
 @dataclass(frozen=True)
 class EpisodeBehaviour:
@@ -93,8 +95,8 @@ def read_run(folder: Path) -> list[EvaluationBehaviour]:
         raise SystemExit(f"{folder}: no evaluations/*.jsonl (not a run folder, or no evaluation ran)")
     out = []
     for path in files:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        out.append(evaluation_behaviour(str(folder), path.stem, (json.loads(line) for line in lines)))
+        episodes = [episode for _, episode in iter_json_lines(path, what="a recorded episode")]
+        out.append(evaluation_behaviour(str(folder), path.stem, episodes))
     return out
 
 

@@ -166,6 +166,12 @@ class AlgorithmSettings(_Section):
         "(TRCA and DRACO: keep them, as TRCA's Eq. 22 counts them; GRPO, RLOO, GiGPO: drop them)")
 
 
+DemonstrationReasoning = Literal["action", "task"]
+"""What a demonstration's reasoning says before its action: ``action`` restates the action alone;
+``task`` first restates the task ("My task is to: ..."), so the words that decide which action
+is right (the object a task names) are the last ones the policy writes before it acts."""
+
+
 class WarmupSettings(_Section):
     """Supervised format warm-up on expert demonstrations, once, before the RL iterations."""
 
@@ -178,7 +184,7 @@ class WarmupSettings(_Section):
     dagger_rounds: int = Field(
         0, ge=0, description="DAgger rounds after the cloning: the policy plays the demonstration games (sampled), "
         "the expert labels every state it reached, and `steps` more steps train on all demonstrations so far")
-    reasoning: Literal["action", "task"] = Field(
+    reasoning: DemonstrationReasoning = Field(
         "action", description="what each demonstration's reasoning says: 'action' restates the action; 'task' "
         "first restates the task, so the policy writes the object the task names just before it acts")
     steps: int = Field(32, ge=1, description="optimizer steps (under one pass: the policy must keep room to explore)")

@@ -25,7 +25,7 @@ from rubricgym.benchmark import ExpertPlayer
 from rubricgym.parsing import ACTION_GRAMMAR, ExpertAction, TagGrammar
 from rubricgym.prompts import EpisodeView, PromptSettings, render_prompt
 from rubricgym.registration import expert_of, get_spec
-from rubricgym.trainers.config import WarmupSettings
+from rubricgym.trainers.config import DemonstrationReasoning, WarmupSettings
 from rubricgym.trainers.rollout import StepSample
 from rubricgym.trainers.parallel.base import norm_value
 from rubricgym.trainers.update import collate, micro_batches, response_logprobs
@@ -47,12 +47,6 @@ class Demonstration:
     response_ids: list[int]
     response_text: str
     source: DemonstrationSource = "plan"
-
-
-DemonstrationReasoning = Literal["action", "task"]
-"""What a demonstration's reasoning says before its action: ``action`` restates the action alone;
-``task`` first restates the task ("My task is to: ..."), so the words that decide which action
-is right (the object a task names) are the last ones the policy writes before it acts."""
 
 
 def demonstration_response(action: str | ExpertAction, grammar: TagGrammar = ACTION_GRAMMAR,
