@@ -15,6 +15,7 @@ import argparse
 import os
 import signal
 import sys
+import tempfile
 import urllib.request
 from pathlib import Path
 from types import FrameType
@@ -27,6 +28,7 @@ __all__ = ["LocalLLMServer", "ServerUnavailable", "llama_python", "packaged_gguf
 
 MODEL_ALIAS = "smollm2"
 RESPONSE_FORMAT = "json_object_schema"  # llama.cpp: grammar-constrained JSON (json_schema gives HTTP 500)
+LOG_PREFIX = "rubricgym-llm-server-"  # temporary logs; the CLI's kept log is rubricgym-llm-PORT.log
 INSTALL_HINT = "run `make judge-server` in the rubricgym checkout (it builds .venvs/llama with llama-cpp-python[server])"
 
 
@@ -63,10 +65,16 @@ class LocalLLMServer:
         self.n_ctx = n_ctx
         self.threads = threads or max(1, min(8, (os.cpu_count() or 2) // 2))  # half: room for the client
         self.base_url = f"http://{HOST}:{self.port}/v1"
-        self.log_path = log_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"rubricgym-llm-{self.port}.log"
         self.start_timeout_s = start_timeout_s
-        # SIGTERM when the parent dies: llama.cpp shuts down cleanly on it
-        self.process = ServerProcess(self.command, log_path=self.log_path, death_signal=signal.SIGTERM)
+        # SIGTERM when the parent dies: llama.cpp shuts down cleanly on it. No log_path: a temporary
+        # log, removed at stop (or swept once its owner died), so scripts and tests leave nothing behind
+        self.process = ServerProcess(self.command, log_path=log_path, log_prefix=LOG_PREFIX,
+                                     death_signal=signal.SIGTERM)
+
+    @property
+    def log_path(self) -> Path | None:
+        """The server's output: the ``log_path`` given, else its temporary log while it runs."""
+        return self.process.current_log
 
     @property
     def command(self) -> list[str]:
@@ -93,11 +101,12 @@ class LocalLLMServer:
         if self.process.wait_ready(self._answers, self.start_timeout_s, poll_s=0.5):
             return self
         code = self.process.returncode
-        tail = self.process.log_tail(2000)
+        tail = self.process.log_tail(2000)  # read before stop() removes a temporary log
         self.stop()
         if code is not None:
             raise RuntimeError(f"the llama.cpp server exited with {code}:\n{tail}")
-        raise RuntimeError(f"the llama.cpp server did not answer within {self.start_timeout_s:.0f} s (log: {self.log_path})")
+        raise RuntimeError(f"the llama.cpp server did not answer within {self.start_timeout_s:.0f} s; "
+                           f"its output ended:\n{tail}")
 
     def wait(self) -> int:
         """Block until the server exits; its exit code."""
@@ -124,7 +133,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        server = LocalLLMServer(args.port, args.n_ctx, args.threads, args.model_path)
+        port = args.port or free_port()
+        # the command keeps its log: it is printed, and read after a crash
+        log = Path(tempfile.gettempdir()) / f"rubricgym-llm-{port}.log"
+        server = LocalLLMServer(port, args.n_ctx, args.threads, args.model_path, log_path=log)
     except ServerUnavailable as exc:
         print(f"rubricgym serve-llm: {exc}", file=sys.stderr)
         return 2

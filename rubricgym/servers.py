@@ -219,8 +219,13 @@ class ServerProcess:
             time.sleep(poll_s)
         return False
 
+    @property
+    def current_log(self) -> Path | None:
+        """Where the child's output goes now: ``log_path``, else the temporary log (None when not started)."""
+        return self.log_path or self._temp_log
+
     def log_tail(self, chars: int = 3000) -> str:
-        path = self.log_path or self._temp_log
+        path = self.current_log
         if path is None:
             return ""
         try:
